@@ -1,0 +1,165 @@
+// The wait / post / dispense protocol, written once and templated on an
+// execution backend B. The GPU instantiates it with CudaBackend
+// (cusync/backend_cuda.h); the CPU emulator with emu::HostBackend. Neither
+// copies it.
+//
+// A backend provides (all static):
+//   bool isLeader()                      the one thread of a block that spins and posts
+//   void barrier()                       block-wide barrier
+//   unsigned long long takeTicket(p)     atomic fetch-add of 1 on a 64-bit counter
+//   uint32_t loadAcquire(p)              gpu-scope acquire load
+//   void storeRelease(p, v)              gpu-scope release store
+//   void addRelease(p, v)                gpu-scope release fetch-add
+//   void fenceGpu()                      gpu-scope fence
+//   void fenceProxyAsync()               order generic-proxy acquires before async-proxy (TMA) reads
+//   void triggerDependents()             let a programmatically dependent launch start
+//   void onSpin(info, spins)             called on every unsuccessful poll: back off, bound, report
+//   void onSpinDone()
+#pragma once
+
+#include "cusync/policy/no_sync.h"
+#include "cusync/stage_view.h"
+#include "cusync/tile_order.h"
+
+namespace cusync {
+
+// Who reads the data a wait protects.
+enum class Reader { Generic, AsyncProxy };
+
+namespace protocol {
+
+// Wrap-safe "value has reached target": semaphores only grow, by at most one
+// run's worth beyond what any waiter expects, so comparing the difference as a
+// signed number stays right when the 32-bit counter wraps.
+CUSYNC_HD bool reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
+
+template <class B>
+CUSYNC_HD void spinUntil(const uint32_t* addr, uint32_t target, StallInfo info) {
+  uint32_t seen = B::loadAcquire(addr);
+  if (reached(seen, target)) return;
+  info.addr = addr;
+  info.expected = target;
+  for (unsigned long long spins = 1;; ++spins) {
+    info.seen = seen;
+    B::onSpin(info, spins);
+    seen = B::loadAcquire(addr);
+    if (reached(seen, target)) break;
+  }
+  B::onSpinDone();
+}
+
+// Takes the next ticket; called by one thread. blockLinear is the block's own
+// index, used with AvoidCustomOrder in non-persistent launches.
+template <class B, class V>
+CUSYNC_HD TileWork dispenseElected(const V& v, uint32_t blockLinear) {
+  TileWork w;
+  const unsigned long long t = B::takeTicket(v.tickets);
+  w.run = static_cast<uint32_t>(t / v.ticketsPerRun) + 1;
+  w.index = static_cast<uint32_t>(t % v.ticketsPerRun);
+  w.valid = w.index < v.numTiles;
+  if (!w.valid) return w;
+  const bool hardwareOrder = (v.opts & AvoidCustomOrder) || v.order == nullptr;
+  if (hardwareOrder) {
+    const bool persistent = v.ticketsPerRun != v.numTiles;
+    w.tile = rowMajorTile(persistent ? w.index : blockLinear, v.shape.grid);
+  } else {
+    w.tile = v.order[w.index];
+  }
+  if (w.index == 0 && v.started != nullptr) B::storeRelease(v.started, w.run);
+  return w;
+}
+
+// Block-wide dispense: the leader takes a ticket and shares it through `slot`
+// (shared memory). Also lets a programmatically dependent consumer launch:
+// once every block of this grid has been here, the consumer may be scheduled.
+template <class B, class V>
+CUSYNC_HD TileWork dispense(const V& v, TileWork* slot, uint32_t blockLinear) {
+  B::triggerDependents();
+  B::barrier();  // the slot may still be read from the previous tile
+  if (B::isLeader()) *slot = dispenseElected<B>(v, blockLinear);
+  B::barrier();
+  return *slot;
+}
+
+// One thread waits for every semaphore of the read's span. No barrier: for
+// warp-specialized kernels whose elected thread then issues the loads.
+template <class B, class V>
+CUSYNC_HD void waitElected(const V& v, const TileWork& w, const Read& r, uint32_t input = 0,
+                           Reader reader = Reader::Generic) {
+  if constexpr (!policy::isNoSync<typename V::In>) {
+    const auto& link = v.in[input];
+    const SemSpan span = link.policy.waitSpan(r, v.shape, link.prod);
+    if (span.empty()) return;
+    StallInfo info;
+    info.stage = v.name;
+    info.tile = w.tile;
+    info.input = input;
+    for (uint32_t i = 0; i < span.count(); ++i) {
+      info.sem = span.at(i);
+      spinUntil<B>(link.sems + info.sem, w.run * link.policy.waitValue(info.sem, link.prod), info);
+    }
+    if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
+  }
+}
+
+// Block-wide wait: the leader spins, then a barrier releases the block.
+template <class B, class V>
+CUSYNC_HD void wait(const V& v, const TileWork& w, const Read& r, uint32_t input = 0,
+                    Reader reader = Reader::Generic) {
+  if constexpr (!policy::isNoSync<typename V::In>) {
+    const auto& link = v.in[input];
+    if (!link.policy.isSync(r, v.shape, link.prod)) return;
+    if (B::isLeader()) waitElected<B>(v, w, r, input, Reader::Generic);
+    B::barrier();
+    if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
+  }
+}
+
+// One thread publishes the tile. The caller must already have ordered every
+// store of the tile before this thread (a barrier over the storing threads;
+// for TMA stores, cp.async.bulk.wait_group 0 in the issuing thread first).
+template <class B, class V>
+CUSYNC_HD void postElected(const V& v, const TileWork& w) {
+  if constexpr (!policy::isNoSync<typename V::Out>) {
+    const uint32_t sem = v.out.tileIndex(w.tile, v.shape);
+    const uint32_t value = v.out.postValue(w.tile, v.shape);
+    B::fenceGpu();
+    if (v.opts & NoAtomicAdd)
+      B::storeRelease(v.postSems + sem, w.run * value);
+    else
+      B::addRelease(v.postSems + sem, value);
+  }
+}
+
+// Block-wide post: barrier so every thread's stores are done, then the leader
+// publishes with a release update at gpu scope.
+template <class B, class V>
+CUSYNC_HD void post(const V& v, const TileWork& w) {
+  if constexpr (!policy::isNoSync<typename V::Out>) {
+    B::barrier();
+    if (B::isLeader()) postElected<B>(v, w);
+  }
+}
+
+// The wait kernel of stream mode: blocks its (low-priority) stream until every
+// producer of this consumer has handed out the first tile of the current run.
+struct StartGate {
+  uint32_t count = 0;
+  const uint32_t* started[kMaxInputs] = {};
+  unsigned long long* tickets = nullptr;  // the consumer's own count of gate runs
+  char name[24] = {};
+};
+
+template <class B>
+CUSYNC_HD void awaitProducersStarted(const StartGate& g) {
+  const uint32_t run = static_cast<uint32_t>(B::takeTicket(g.tickets)) + 1;
+  StallInfo info;
+  info.stage = g.name;
+  for (uint32_t i = 0; i < g.count; ++i) {
+    info.input = i;
+    spinUntil<B>(g.started[i], run, info);
+  }
+}
+
+}  // namespace protocol
+}  // namespace cusync

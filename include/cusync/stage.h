@@ -1,0 +1,274 @@
+// Stage: one kernel launch seen as a grid of tiles, with an input policy (how
+// it waits on its producers) and an output policy (how it signals consumers).
+// The host object owns the device state (semaphores, ticket counters, order
+// table); kernels get a StageView by value from view().
+//
+//   cusync::Stage<NoSync, RowSync> gemm1("gemm1", grid1, tile1);
+//   cusync::Stage<RowSync, NoSync> gemm2("gemm2", grid2, tile2);
+//   cusync::pair(gemm1, gemm2);        // checks shapes and policies, links semaphores
+//   kernel1<<<...>>>(gemm1.view(), ...);
+//   kernel2<<<...>>>(gemm2.view(), ...);  // under one of the launch modes of launch.h
+//
+// Runs are counted on the device (one ticket per tile per run), so a producer
+// and its consumers must be launched the same number of times; a stage
+// launched alone (say, a warm-up of the producer) breaks the pairing until
+// reset() is called on every stage of the pipeline.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cusync/error.h"
+#include "cusync/memory.h"
+#include "cusync/policies.h"
+#include "cusync/protocol.h"
+#include "cusync/stage_view.h"
+#include "cusync/tile_order.h"
+
+namespace cusync {
+
+template <class InPolicy = policy::NoSync, class OutPolicy = policy::NoSync, class Memory = DeviceMemory>
+class Stage {
+ public:
+  using In = InPolicy;
+  using Out = OutPolicy;
+  using View = StageView<InPolicy, OutPolicy>;
+
+  Stage(std::string name, Dim3 grid, Dim3 tile, InPolicy in = {}, OutPolicy out = {}, int opts = NoOptimization)
+      : name_(std::move(name)), in_(in), out_(out), opts_(opts) {
+    shape_.grid = grid;
+    shape_.tile = tile;
+    if (grid.count() == 0) fail(ErrorCode::InvalidArgument, "grid has no tiles");
+    if (tile.x == 0 || tile.y == 0) fail(ErrorCode::InvalidArgument, "tile has zero rows or columns");
+    if (opts & ~(NoAtomicAdd | AvoidWaitKernel | AvoidCustomOrder | ReorderTileLoads))
+      fail(ErrorCode::InvalidArgument, "unknown optimization flag " + std::to_string(opts));
+    countPosts();
+    try {
+      tickets_ = static_cast<unsigned long long*>(Memory::allocZeroed(2 * sizeof(unsigned long long)));
+      gateTickets_ = tickets_ + 1;
+      started_ = static_cast<uint32_t*>(Memory::allocZeroed(sizeof(uint32_t)));
+      if (semCount_ > 0) sems_ = static_cast<uint32_t*>(Memory::allocZeroed(semCount_ * sizeof(uint32_t)));
+      setOrder(RowMajorOrder{});
+    } catch (...) {
+      releaseAll();
+      throw;
+    }
+  }
+
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+  ~Stage() { releaseAll(); }
+
+  // Replaces the order in which tiles are handed out; throws if it is not a bijection.
+  template <class Order>
+  Stage& setOrder(const Order& order) {
+    const std::vector<Dim3> table = buildOrderTable(order, shape_.grid, name_);
+    if (!order_) order_ = static_cast<Dim3*>(Memory::allocZeroed(table.size() * sizeof(Dim3)));
+    Memory::upload(order_, table.data(), table.size() * sizeof(Dim3));
+    return *this;
+  }
+
+  // Links a producer's semaphores to input `numInputs()` of this stage, with
+  // `policy` (by default the stage's input policy). Verifies on the host that
+  // the policy and the two shapes agree; see cusync::pair.
+  template <class PI, class PO>
+  void addInput(const Stage<PI, PO, Memory>& prod, const InPolicy& pol) {
+    if (policy::isNoSync<InPolicy>)
+      fail(ErrorCode::UnpairedStage, "its input policy is NoSync, so it cannot consume '" + prod.name() + "'");
+    if (!prod.isProducer())
+      fail(ErrorCode::UnpairedStage, "producer '" + prod.name() + "' has output policy NoSync: it posts nothing");
+    if (numInputs_ == kMaxInputs)
+      fail(ErrorCode::InvalidArgument, "more than " + std::to_string(kMaxInputs) + " producers");
+    if (const char* msg = pol.checkPair(shape_, prod.shape())) fail(ErrorCode::PolicyMismatch, msg);
+    if (shape_.grid.z > prod.shape().grid.z)
+      fail(ErrorCode::GridMismatch, "it has " + std::to_string(shape_.grid.z) + " batches but producer '" +
+                                        prod.name() + "' has " + std::to_string(prod.shape().grid.z));
+    if (shape_.tile.z == 0) fail(ErrorCode::InvalidArgument, "a consumer needs its k step in tile.z");
+    verifyWaits(pol, prod);
+    InputLink<InPolicy>& link = links_[numInputs_];
+    link.sems = prod.semaphores();
+    link.semCount = prod.semaphoreCount();
+    link.prod = prod.shape();
+    link.policy = pol;
+    producerStarted_[numInputs_] = prod.startedFlag();
+    ++numInputs_;
+  }
+
+  // The kernel argument. persistentBlocks = 0 for one block per tile;
+  // otherwise the number of blocks of a persistent launch, each of which
+  // loops on tile() until it returns an invalid tile.
+  View view(uint32_t persistentBlocks = 0) const {
+    if (isConsumer() && numInputs_ == 0)
+      fail(ErrorCode::UnpairedStage, std::string("input policy ") + InPolicy::kName +
+                                         " has no producer: call cusync::pair(producer, consumer) first");
+    View v;
+    v.shape = shape_;
+    v.opts = opts_;
+    v.numTiles = numTiles();
+    v.ticketsPerRun = numTiles() + persistentBlocks;
+    v.tickets = tickets_;
+    v.order = order_;
+    v.started = started_;
+    v.postSems = sems_;
+    v.out = out_;
+    v.numInputs = numInputs_;
+    for (uint32_t i = 0; i < numInputs_; ++i) v.in[i] = links_[i];
+    const size_t n = std::min(name_.size(), sizeof(v.name) - 1);
+    std::copy(name_.begin(), name_.begin() + n, v.name);
+    v.name[n] = '\0';
+    return v;
+  }
+
+  // What the wait kernel of stream mode needs: the producers' start flags.
+  protocol::StartGate startGate() const {
+    protocol::StartGate g;
+    g.count = numInputs_;
+    for (uint32_t i = 0; i < numInputs_; ++i) g.started[i] = producerStarted_[i];
+    g.tickets = gateTickets_;
+    const size_t n = std::min(name_.size(), sizeof(g.name) - 1);
+    std::copy(name_.begin(), name_.begin() + n, g.name);
+    return g;
+  }
+
+  // Zeroes tickets, semaphores and start flags: all stages of a pipeline
+  // must be reset together, with no kernel of theirs running.
+  void reset() {
+    Memory::zero(tickets_, 2 * sizeof(unsigned long long));
+    Memory::zero(started_, sizeof(uint32_t));
+    if (sems_) Memory::zero(sems_, semCount_ * sizeof(uint32_t));
+  }
+
+  const std::string& name() const { return name_; }
+  const StageShape& shape() const { return shape_; }
+  int opts() const { return opts_; }
+  uint32_t numTiles() const { return shape_.grid.count(); }
+  uint32_t numInputs() const { return numInputs_; }
+  bool isProducer() const { return !policy::isNoSync<OutPolicy>; }
+  bool isConsumer() const { return !policy::isNoSync<InPolicy>; }
+  const InPolicy& inputPolicy() const { return in_; }
+  const OutPolicy& outputPolicy() const { return out_; }
+  uint32_t* semaphores() const { return sems_; }
+  uint32_t semaphoreCount() const { return semCount_; }
+  uint32_t* startedFlag() const { return started_; }
+  // Sum of post values each semaphore receives per run (host copy).
+  const std::vector<uint64_t>& postsPerRun() const { return postSum_; }
+
+ private:
+  [[noreturn]] void fail(ErrorCode code, const std::string& what) const { throw Error(code, name_, what); }
+
+  void releaseAll() {
+    Memory::release(tickets_);
+    Memory::release(started_);
+    Memory::release(sems_);
+    Memory::release(order_);
+    tickets_ = gateTickets_ = nullptr;
+    started_ = sems_ = nullptr;
+    order_ = nullptr;
+  }
+
+  // Per-run sum of posts into each semaphore, and whether any has two writers.
+  void countPosts() {
+    if (policy::isNoSync<OutPolicy>) return;
+    semCount_ = out_.semaphoreCount(shape_);
+    if (semCount_ == 0) fail(ErrorCode::InvalidArgument, std::string(OutPolicy::kName) + " gives no semaphores");
+    postSum_.assign(semCount_, 0);
+    std::vector<uint32_t> writers(semCount_, 0);
+    const Dim3 g = shape_.grid;
+    for (uint32_t z = 0; z < g.z; ++z)
+      for (uint32_t y = 0; y < g.y; ++y)
+        for (uint32_t x = 0; x < g.x; ++x) {
+          const Dim3 t(x, y, z);
+          const uint32_t s = out_.tileIndex(t, shape_);
+          if (s >= semCount_)
+            fail(ErrorCode::SemaphoreArrayTooSmall, "tile " + tileName(t) + " posts to semaphore " +
+                                                        std::to_string(s) + " of " + std::to_string(semCount_));
+          postSum_[s] += out_.postValue(t, shape_);
+          ++writers[s];
+        }
+    if (opts_ & NoAtomicAdd) {
+      for (uint32_t s = 0; s < semCount_; ++s)
+        if (writers[s] > 1)
+          fail(ErrorCode::PolicyMismatch, std::string("NoAtomicAdd needs one writer per semaphore, but ") +
+                                              OutPolicy::kName + " has " + std::to_string(writers[s]) +
+                                              " tiles posting to semaphore " + std::to_string(s));
+    }
+    for (uint32_t s = 0; s < semCount_; ++s)
+      if (postSum_[s] >= (1ull << 30))
+        fail(ErrorCode::PolicyMismatch, "semaphore " + std::to_string(s) +
+                                            " receives 2^30 or more per run; the wrap-safe comparison needs less");
+  }
+
+  // Walks every consumer row tile and batch through its reduction and checks
+  // each semaphore it would wait on: it must exist, and its wait value must be
+  // exactly what the producer posts to it per run (more would hang, less
+  // would wake the consumer early). Also rejects consumer tiles that never
+  // wait at all, whose rows lie outside the producer's output.
+  template <class PI, class PO>
+  void verifyWaits(const InPolicy& pol, const Stage<PI, PO, Memory>& prod) const {
+    const StageShape& ps = prod.shape();
+    const std::vector<uint64_t>& posts = prod.postsPerRun();
+    const uint32_t extent = pol.readExtent(ps);
+    const uint32_t step = shape_.tile.z;
+    for (uint32_t z = 0; z < shape_.grid.z; ++z)
+      for (uint32_t y = 0; y < shape_.grid.y; ++y) {
+        bool waited = false;
+        for (uint32_t col = 0; col < extent; col += step) {
+          const Read r{col, y * shape_.tile.y, z, 0};
+          const SemSpan span = pol.waitSpan(r, shape_, ps);
+          for (uint32_t i = 0; i < span.count(); ++i) {
+            const uint32_t s = span.at(i);
+            waited = true;
+            if (s >= prod.semaphoreCount())
+              fail(ErrorCode::SemaphoreArrayTooSmall,
+                   "row tile " + std::to_string(y) + " at column " + std::to_string(col) + " waits on semaphore " +
+                       std::to_string(s) + " but producer '" + prod.name() + "' has " +
+                       std::to_string(prod.semaphoreCount()));
+            const uint32_t want = pol.waitValue(s, ps);
+            if (want != posts[s])
+              fail(ErrorCode::PolicyMismatch,
+                   std::string(InPolicy::kName) + " waits for " + std::to_string(want) + " per run on semaphore " +
+                       std::to_string(s) + " but producer '" + prod.name() + "' (" + PO::kName + ") posts " +
+                       std::to_string(posts[s]) + (want > posts[s] ? ": the consumer would hang" : ": it would read early"));
+          }
+        }
+        if (!waited && extent > 0)
+          fail(ErrorCode::GridMismatch, "row tile " + std::to_string(y) + " batch " + std::to_string(z) +
+                                            " never waits: its rows lie outside producer '" + prod.name() + "' (" +
+                                            std::to_string(ps.rows()) + " rows)");
+      }
+  }
+
+  std::string name_;
+  StageShape shape_;
+  InPolicy in_;
+  OutPolicy out_;
+  int opts_;
+  uint32_t semCount_ = 0;
+  std::vector<uint64_t> postSum_;
+  unsigned long long* tickets_ = nullptr;
+  unsigned long long* gateTickets_ = nullptr;
+  uint32_t* started_ = nullptr;
+  uint32_t* sems_ = nullptr;
+  Dim3* order_ = nullptr;
+  InputLink<InPolicy> links_[kMaxInputs];
+  uint32_t* producerStarted_[kMaxInputs] = {};
+  uint32_t numInputs_ = 0;
+};
+
+// Pairs a producer with a consumer: the consumer gets the producer's
+// semaphores and shape as its next input. One producer may feed several
+// consumers, and a consumer may have up to kMaxInputs producers.
+template <class PI, class PO, class CI, class CO, class M>
+void pair(const Stage<PI, PO, M>& prod, Stage<CI, CO, M>& cons) {
+  cons.addInput(prod, cons.inputPolicy());
+}
+
+// The same, with policy parameters for this input only (e.g. another stride).
+template <class PI, class PO, class CI, class CO, class M>
+void pair(const Stage<PI, PO, M>& prod, Stage<CI, CO, M>& cons, const CI& inputPolicy) {
+  cons.addInput(prod, inputPolicy);
+}
+
+}  // namespace cusync

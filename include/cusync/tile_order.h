@@ -1,0 +1,74 @@
+// Tile orders: the order in which a stage hands out its tiles. An order is a
+// type with
+//
+//   uint32_t linearIndex(const Dim3& tile, const Dim3& grid) const
+//
+// mapping each tile of the grid to its position in the order. It must be a
+// bijection onto [0, grid.count()); buildOrderTable() checks that on the host
+// and inverts it into the table that the device dispenser reads.
+//
+// Producers and consumers should agree: a RowSync consumer wants its producer
+// to finish whole rows first (RowMajorOrder on both sides).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cusync/error.h"
+#include "cusync/geometry.h"
+
+namespace cusync {
+
+// Tiles of row 0 left to right, then row 1, ...; batches last.
+struct RowMajorOrder {
+  static constexpr const char* kName = "row-major";
+  CUSYNC_HD uint32_t linearIndex(const Dim3& t, const Dim3& g) const { return (t.z * g.y + t.y) * g.x + t.x; }
+};
+
+// Tiles of column 0 top to bottom, then column 1, ...; batches last.
+struct ColumnMajorOrder {
+  static constexpr const char* kName = "column-major";
+  CUSYNC_HD uint32_t linearIndex(const Dim3& t, const Dim3& g) const { return (t.z * g.x + t.x) * g.y + t.y; }
+};
+
+// The tile at row-major position i; used when the hardware order is kept.
+CUSYNC_HD Dim3 rowMajorTile(uint32_t i, const Dim3& g) {
+  return Dim3(i % g.x, (i / g.x) % g.y, i / (g.x * g.y));
+}
+
+inline std::string tileName(const Dim3& t) {
+  return "(" + std::to_string(t.x) + "," + std::to_string(t.y) + "," + std::to_string(t.z) + ")";
+}
+
+// Inverts `order` over `grid`: table[position] = tile. Throws
+// Error(OrderNotBijection) naming the first tile mapped out of range, the
+// first position given twice, or the first position no tile maps to.
+template <class Order>
+std::vector<Dim3> buildOrderTable(const Order& order, const Dim3& grid, const std::string& stage = "") {
+  const uint32_t n = grid.count();
+  if (n == 0) throw Error(ErrorCode::InvalidArgument, stage, "grid has no tiles");
+  std::vector<Dim3> table(n);
+  std::vector<bool> taken(n, false);
+  for (uint32_t z = 0; z < grid.z; ++z)
+    for (uint32_t y = 0; y < grid.y; ++y)
+      for (uint32_t x = 0; x < grid.x; ++x) {
+        const Dim3 t(x, y, z);
+        const uint32_t i = order.linearIndex(t, grid);
+        if (i >= n)
+          throw Error(ErrorCode::OrderNotBijection, stage,
+                      "tile " + tileName(t) + " maps to position " + std::to_string(i) + ", past the " +
+                          std::to_string(n) + " tiles of the grid");
+        if (taken[i])
+          throw Error(ErrorCode::OrderNotBijection, stage,
+                      "tile " + tileName(t) + " maps to position " + std::to_string(i) + ", already taken by tile " +
+                          tileName(table[i]));
+        taken[i] = true;
+        table[i] = t;
+      }
+  for (uint32_t i = 0; i < n; ++i)
+    if (!taken[i])
+      throw Error(ErrorCode::OrderNotBijection, stage, "no tile maps to position " + std::to_string(i));
+  return table;
+}
+
+}  // namespace cusync
