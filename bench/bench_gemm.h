@@ -1,0 +1,2 @@
+#pragma once
+int benchGemm(int argc, char** argv);

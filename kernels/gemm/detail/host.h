@@ -1,0 +1,29 @@
+// Host helpers of the GEMM launch: tensor maps through the driver entry point,
+// cached device properties. Plain C++ (no device code).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace cusync_gemm::detail {
+
+struct DeviceInfo {
+  int device = 0;
+  int sms = 0;
+  int major = 0, minor = 0;
+  size_t smemOptin = 0;
+};
+
+// Properties of the current device (cached); throws cusync::Error(CudaError).
+const DeviceInfo& currentDevice();
+
+// A 2-D tensor map over a row-major [outer, inner] matrix of 2-byte elements,
+// box {boxInner, boxOuter}, 128-byte swizzle, zero fill out of bounds.
+CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
+                            uint32_t boxOuter);
+
+void throwCuda(cudaError_t e, const char* what);
+
+}  // namespace cusync_gemm::detail

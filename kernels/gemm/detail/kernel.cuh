@@ -1,0 +1,310 @@
+// The persistent warp-specialized Hopper GEMM kernel (sm_90a).
+//
+// Block = 3 warpgroups. Warpgroup 0 is the producer: one elected thread takes
+// tiles from the stage's dispenser, and for each k-block of a tile fills one
+// slot of a shared-memory ring with TMA (B first, then the cusync wait, then
+// A). Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128-row tile
+// and runs wgmma over the ring, then the fused epilogue and direct stores.
+// The tile a ring slot belongs to travels with the slot (TileWork copy), and
+// an invalid TileWork in a slot tells the consumers to stop.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda/ptx>
+#include <type_traits>
+
+#include "cusync/device.h"
+#include "kernels/gemm/detail/arch.cuh"
+#include "kernels/gemm/detail/wgmma_ops.cuh"
+#include "kernels/gemm/gemm.h"
+
+namespace cusync_gemm::detail {
+
+constexpr int kBM = 128;
+constexpr int kBK = 64;
+constexpr int kThreads = 384;
+
+template <int BN>
+struct Ring {
+  static constexpr int kStages = BN == 256 ? 4 : 6;
+  static constexpr int kABytes = kBM * kBK * 2;
+  static constexpr int kBBytes = BN * kBK * 2;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kBarOffset = kStages * kStageBytes;
+  static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
+  static constexpr int kBytes = kInfoOffset + kStages * (int)sizeof(cusync::TileWork);
+  static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
+};
+
+struct EpiParams {
+  const void* bias;
+  const void* residual;
+  int64_t M, N, K;
+};
+
+template <class T>
+struct TypeOps;
+template <>
+struct TypeOps<__nv_bfloat16> {
+  using T2 = __nv_bfloat162;
+  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
+  static __device__ __forceinline__ float2 unpack(T2 v) { return __bfloat1622float2(v); }
+};
+template <>
+struct TypeOps<__half> {
+  using T2 = __half2;
+  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2half2_rn(a, b); }
+  static __device__ __forceinline__ float2 unpack(T2 v) { return __half22float2(v); }
+};
+
+__device__ __forceinline__ float geluTanh(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+
+// Shared-memory matrix descriptor for wgmma, 128-byte swizzle.
+__device__ __forceinline__ uint64_t smemDesc(const void* p, uint32_t lbo, uint32_t sbo) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  uint64_t d = 0;
+  d |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
+  d |= static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16;
+  d |= static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32;
+  d |= 1ull << 62;  // SWIZZLE_128B
+  return d;
+}
+
+__device__ __forceinline__ void wgmmaFence() {
+#if CUSYNC_GEMM_SM90A
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmmaCommit() {
+#if CUSYNC_GEMM_SM90A
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wgmmaWait() {
+#if CUSYNC_GEMM_SM90A
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int R>
+__device__ __forceinline__ void fenceRegs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+template <class T, int BN, int TransB>
+__device__ __forceinline__ void mma16(float (&acc)[BN / 2], uint64_t da, uint64_t db, int scaleD) {
+  constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
+  if constexpr (TransB != 0) {
+    if constexpr (BN == 256) { if constexpr (bf) wgmma_m64n256k16_bf16<1>(acc, da, db, scaleD); else wgmma_m64n256k16_f16<1>(acc, da, db, scaleD); }
+    if constexpr (BN == 128) { if constexpr (bf) wgmma_m64n128k16_bf16<1>(acc, da, db, scaleD); else wgmma_m64n128k16_f16<1>(acc, da, db, scaleD); }
+    if constexpr (BN == 64) { if constexpr (bf) wgmma_m64n64k16_bf16<1>(acc, da, db, scaleD); else wgmma_m64n64k16_f16<1>(acc, da, db, scaleD); }
+  } else {
+    if constexpr (BN == 256) { if constexpr (bf) wgmma_m64n256k16_bf16<0>(acc, da, db, scaleD); else wgmma_m64n256k16_f16<0>(acc, da, db, scaleD); }
+    if constexpr (BN == 128) { if constexpr (bf) wgmma_m64n128k16_bf16<0>(acc, da, db, scaleD); else wgmma_m64n128k16_f16<0>(acc, da, db, scaleD); }
+    if constexpr (BN == 64) { if constexpr (bf) wgmma_m64n64k16_bf16<0>(acc, da, db, scaleD); else wgmma_m64n64k16_f16<0>(acc, da, db, scaleD); }
+  }
+}
+
+__device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity) {
+#if CUSYNC_GEMM_SM90A
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+#endif
+}
+
+// Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
+__device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+// Epilogue for one consumer warpgroup: rows [r0, r0 + 64) of the tile at
+// column n0, the accumulator in the m64nBN fragment layout.
+template <class T, int BN, Epilogue E>
+__device__ __forceinline__ void epilogue(float (&acc)[BN / 2], T* C, const EpiParams& p, int64_t rowBase, int64_t n0) {
+  using Ops = TypeOps<T>;
+  using T2 = typename Ops::T2;
+  const int t = threadIdx.x % 128;
+  const int warp = t / 32, lane = t % 32;
+  const int64_t rowA = rowBase + warp * 16 + lane / 4;
+  const int colIn = 2 * (lane % 4);
+  const T2* bias = static_cast<const T2*>(p.bias);
+  if constexpr (E == Epilogue::SwiGLU) {
+    const int64_t nOut = p.N / 2;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j += 2) {
+      const int64_t gcol = n0 + 8 * j + colIn;  // gate column (interleaved index)
+      if (gcol >= p.N) continue;
+      float bg0 = 0.f, bg1 = 0.f, bu0 = 0.f, bu1 = 0.f;
+      if (bias != nullptr) {
+        const float2 g = Ops::unpack(bias[gcol / 2]);
+        const float2 u = Ops::unpack(bias[(gcol + 8) / 2]);
+        bg0 = g.x, bg1 = g.y, bu0 = u.x, bu1 = u.y;
+      }
+      const int64_t ocol = (n0 + 8 * j) / 2 + colIn;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = rowA + 8 * h;
+        if (row < p.M) {
+          const float g0 = acc[4 * j + 2 * h] + bg0, g1 = acc[4 * j + 2 * h + 1] + bg1;
+          const float u0 = acc[4 * (j + 1) + 2 * h] + bu0, u1 = acc[4 * (j + 1) + 2 * h + 1] + bu1;
+          *reinterpret_cast<T2*>(C + row * nOut + ocol) = Ops::pack(silu(g0) * u0, silu(g1) * u1);
+        }
+      }
+    }
+  } else {
+    const T2* res = static_cast<const T2*>(p.residual);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int64_t col = n0 + 8 * j + colIn;
+      if (col >= p.N) continue;
+      float b0 = 0.f, b1 = 0.f;
+      if constexpr (E != Epilogue::Identity) {
+        if (bias != nullptr) {
+          const float2 b = Ops::unpack(bias[col / 2]);
+          b0 = b.x, b1 = b.y;
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = rowA + 8 * h;
+        if (row < p.M) {
+          float v0 = acc[4 * j + 2 * h] + b0, v1 = acc[4 * j + 2 * h + 1] + b1;
+          if constexpr (E == Epilogue::Gelu) {
+            v0 = geluTanh(v0);
+            v1 = geluTanh(v1);
+          }
+          if constexpr (E == Epilogue::Residual) {
+            const float2 r = Ops::unpack(res[(row * p.N + col) / 2]);
+            v0 += r.x;
+            v1 += r.y;
+          }
+          *reinterpret_cast<T2*>(C + row * p.N + col) = Ops::pack(v0, v1);
+        }
+      }
+    }
+  }
+}
+
+// TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
+// TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
+template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
+               const __grid_constant__ cusync::StageView<In, Out> view) {
+#if CUSYNC_GEMM_SM90A
+  using R = Ring<BN>;
+  constexpr int S = R::kStages;
+  extern __shared__ __align__(1024) unsigned char smemRaw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
+  uint64_t* empty = full + S;
+  cusync::TileWork* info = reinterpret_cast<cusync::TileWork*>(smem + R::kInfoOffset);
+
+  const int wg = threadIdx.x / 128;
+  const int kIters = static_cast<int>((p.K + kBK - 1) / kBK);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);
+      cuda::ptx::mbarrier_init(&empty[s], 2);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      constexpr uint32_t kTx = R::kStageBytes;
+      for (;;) {
+        const cusync::TileWork work = cusync::tileElected(view);
+        mbarWait(&empty[stage], phase ^ 1);
+        info[stage] = work;
+        if (!work.valid) {
+          cuda::ptx::mbarrier_arrive(&full[stage]);
+          break;
+        }
+        const int32_t m0 = static_cast<int32_t>(work.tile.y * kBM);
+        const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
+        for (int kb = 0; kb < kIters; ++kb) {
+          if (kb > 0) mbarWait(&empty[stage], phase ^ 1);
+          unsigned char* sa = smem + stage * R::kStageBytes;
+          unsigned char* sb = sa + R::kABytes;
+          const int32_t k0 = kb * kBK;
+          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               &full[stage], kTx);
+          if constexpr (TransB == 0) {
+            const int32_t cb[2] = {k0, n0};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb, &tmB, cb, &full[stage]);
+          } else {
+#pragma unroll
+            for (int c = 0; c < BN / 64; ++c) {
+              const int32_t cb[2] = {n0 + 64 * c, k0};
+              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + c * 8192, &tmB, cb,
+                                              &full[stage]);
+            }
+          }
+          cusync::waitElected(view, work, cusync::Read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, 0}, 0,
+                              cusync::Reader::AsyncProxy);
+          const int32_t ca[2] = {k0, m0};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
+          if (++stage == S) stage = 0, phase ^= 1;
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int cw = wg - 1;  // consumer warpgroup: rows [64 cw, 64 cw + 64) of the tile
+    const bool signaller = (threadIdx.x % 128) == 0;
+    float acc[BN / 2];
+    int stage = 0;
+    uint32_t phase = 0;
+    for (;;) {
+      mbarWait(&full[stage], phase);
+      const cusync::TileWork work = info[stage];
+      if (!work.valid) break;
+      int prevStage = -1;
+      for (int kb = 0; kb < kIters; ++kb) {
+        if (kb > 0) mbarWait(&full[stage], phase);
+        const unsigned char* sa = smem + stage * R::kStageBytes + cw * 64 * 128;
+        const unsigned char* sb = smem + stage * R::kStageBytes + R::kABytes;
+        wgmmaFence();
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) {
+          const uint64_t da = smemDesc(sa + kk * 32, 16, 1024);
+          uint64_t db;
+          if constexpr (TransB == 0)
+            db = smemDesc(sb + kk * 32, 16, 1024);
+          else
+            db = smemDesc(sb + kk * 16 * 128, 8192, 1024);
+          mma16<T, BN, TransB>(acc, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+        }
+        wgmmaCommit();
+        wgmmaWait<1>();
+        if (prevStage >= 0 && signaller) cuda::ptx::mbarrier_arrive(&empty[prevStage]);
+        prevStage = stage;
+        if (++stage == S) stage = 0, phase ^= 1;
+      }
+      wgmmaWait<0>();
+      fenceRegs(acc);
+      if (signaller) cuda::ptx::mbarrier_arrive(&empty[prevStage]);
+      epilogue<T, BN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * kBM + cw * 64,
+                         static_cast<int64_t>(work.tile.x) * BN);
+      if constexpr (!cusync::policy::isNoSync<Out>) {
+        consumerBarrier();
+        if (threadIdx.x == 128) cusync::postElected(view, work);
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace cusync_gemm::detail

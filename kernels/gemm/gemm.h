@@ -1,0 +1,91 @@
+// Hopper GEMM with cusync hooks: C = epilogue(A x B), fp32 accumulation.
+//
+//   A  [M, K] row-major (activations), bf16 or fp16
+//   B  [N, K] (PyTorch Linear weight, BLayout::NK) or [K, N] row-major (BLayout::KN)
+//   C  [M, Nout] row-major, same type as A; Nout = N, or N / 2 for SwiGLU
+//
+// The kernel is persistent (one block per SM): a producer warp takes tiles
+// from a cusync Stage's dispenser, waits through the stage's input policy
+// before each TMA load of A (B is never gated), and consumer warpgroups run
+// wgmma over a shared-memory ring; after a tile's stores, one thread posts
+// through the output policy. With NoSync both hooks compile away.
+//
+// Requirements, checked before launch (cusync::Error, InvalidArgument):
+// M >= 1; N and K multiples of 8 (N of 16 for SwiGLU); A, B, C, bias and
+// residual 16-byte aligned; a GPU with an sm_90a binary of the kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "cusync/error.h"
+#include "cusync/geometry.h"
+
+namespace cusync_gemm {
+
+enum class DType { BF16, FP16 };
+enum class BLayout { NK, KN };  // NK: B[n][k] (K-major, Linear weights); KN: B[k][n]
+
+// Fused epilogues, applied to the fp32 accumulator before rounding:
+//   Identity  C = acc
+//   Bias      C = acc + bias[n]
+//   Gelu      C = gelu_tanh(acc + bias[n])            (bias optional)
+//   SwiGLU    C[m][j] = silu(g) * u, with g and u from interleaved columns
+//             (bias optional, added to g and u first). Columns come in blocks
+//             of 16: n = 16q + r, r < 8 is gate 8q + r, r >= 8 is up 8q + r - 8.
+//             Build such a weight with swigluInterleavedRow(). Nout = N / 2.
+//   Residual  C = acc + bias[n] (optional) + residual[m][n]   (residual [M, N], type of C)
+enum class Epilogue { Identity, Bias, Gelu, SwiGLU, Residual };
+
+// Weight row of the fused [2F, K] SwiGLU matrix that holds gate row f (up = false)
+// or up row f (up = true) of the unfused [F, K] gate and up weights.
+constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 8) + (f % 8) + (up ? 8 : 0); }
+
+// Tile configurations. Auto lets the heuristic choose.
+enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK };
+
+struct GemmArgs {
+  int64_t M = 0, N = 0, K = 0;
+  DType dtype = DType::BF16;
+  BLayout bLayout = BLayout::NK;
+  const void* A = nullptr;
+  const void* B = nullptr;
+  void* C = nullptr;
+  Epilogue epilogue = Epilogue::Identity;
+  const void* bias = nullptr;      // [N], type of C
+  const void* residual = nullptr;  // [M, N], type of C
+  TileConfig config = TileConfig::Auto;
+};
+
+struct TileShape {
+  uint32_t bm, bn, bk;
+};
+
+const char* toString(TileConfig c);
+const char* toString(Epilogue e);
+TileShape tileShape(TileConfig c);
+
+// The heuristic: a configuration for this shape on a GPU with numSMs SMs.
+// Never returns Auto.
+TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs);
+
+// Throws cusync::Error(InvalidArgument) naming the first problem: bad shapes,
+// null or misaligned pointers, an epilogue without its operands, a
+// configuration this build does not implement. Pure host code, no GPU.
+void checkArgs(const GemmArgs& a);
+
+// The configuration a launch of `a` uses (Auto resolved with numSMs).
+TileConfig resolveConfig(const GemmArgs& a, int numSMs);
+
+// Stage geometry for a launch with configuration c (resolved): grid x over N
+// tiles, y over M tiles; tile = {BN, BM, BK}. Create the cusync::Stage with these.
+cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c);
+cusync::Dim3 stageTile(TileConfig c);
+
+// Launch with no synchronization (NoSync in and out): a stage is kept per
+// thread and shape internally. Asynchronous on `stream`.
+void gemm(const GemmArgs& a, cudaStream_t stream);
+
+}  // namespace cusync_gemm

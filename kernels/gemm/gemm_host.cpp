@@ -1,0 +1,171 @@
+// Host side of the GEMM: configuration heuristic, argument checks, tensor maps.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <string>
+#include <deque>
+
+#include "cusync/error.h"
+#include "kernels/gemm/detail/host.h"
+#include "kernels/gemm/gemm.h"
+
+namespace cusync_gemm {
+
+namespace {
+[[noreturn]] void bad(const std::string& what) { throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", what); }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+}  // namespace
+
+const char* toString(TileConfig c) {
+  switch (c) {
+    case TileConfig::Auto: return "auto";
+    case TileConfig::T128x128: return "128x128";
+    case TileConfig::T128x256: return "128x256";
+    case TileConfig::T64x128SplitK: return "64x128-splitk";
+  }
+  return "?";
+}
+
+const char* toString(Epilogue e) {
+  switch (e) {
+    case Epilogue::Identity: return "identity";
+    case Epilogue::Bias: return "bias";
+    case Epilogue::Gelu: return "gelu";
+    case Epilogue::SwiGLU: return "swiglu";
+    case Epilogue::Residual: return "residual";
+  }
+  return "?";
+}
+
+TileShape tileShape(TileConfig c) {
+  switch (c) {
+    case TileConfig::T128x128: return {128, 128, 64};
+    case TileConfig::T128x256: return {128, 256, 64};
+    case TileConfig::T64x128SplitK: return {64, 128, 64};
+    case TileConfig::Auto: break;
+  }
+  bad("tileShape: configuration 'auto' has no shape; resolve it first");
+}
+
+bool configImplemented(TileConfig c) { return c == TileConfig::T128x128 || c == TileConfig::T128x256; }
+
+TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) {
+  (void)K;
+  if (M < 1 || N < 1 || numSMs < 1) bad("chooseConfig: M, N and the SM count must be positive");
+  // Cost = full waves x tile area / relative efficiency of the tile shape.
+  // 128x256 reads 25% fewer operand bytes per FLOP than 128x128.
+  struct Cand {
+    TileConfig c;
+    double eff;
+  };
+  const Cand cands[] = {{TileConfig::T128x256, 1.0}, {TileConfig::T128x128, 0.9}};
+  TileConfig best = TileConfig::T128x128;
+  double bestCost = 0;
+  bool first = true;
+  for (const Cand& cd : cands) {
+    const TileShape t = tileShape(cd.c);
+    const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((N + t.bn - 1) / t.bn);
+    const int64_t waves = (tiles + numSMs - 1) / numSMs;
+    const double cost = static_cast<double>(waves) * t.bm * t.bn / cd.eff;
+    if (first || cost < bestCost) best = cd.c, bestCost = cost, first = false;
+  }
+  return best;
+}
+
+void checkArgs(const GemmArgs& a) {
+  if (a.M < 1) bad("M = " + std::to_string(a.M) + ": need M >= 1");
+  if (a.N < 8 || a.N % 8 != 0) bad("N = " + std::to_string(a.N) + ": need a positive multiple of 8");
+  if (a.K < 8 || a.K % 8 != 0) bad("K = " + std::to_string(a.K) + ": need a positive multiple of 8");
+  if (a.M > (int64_t(1) << 31) - 1 || a.N > (int64_t(1) << 31) - 1 || a.K > (int64_t(1) << 31) - 1)
+    bad("M, N and K must each be below 2^31");
+  if (a.epilogue == Epilogue::SwiGLU && a.N % 16 != 0)
+    bad("N = " + std::to_string(a.N) + ": SwiGLU needs N a multiple of 16 (gate and up interleaved in blocks of 8)");
+  if (!a.A || !a.B || !a.C) bad("A, B and C must be non-null device pointers");
+  if (!aligned16(a.A)) bad("A is not 16-byte aligned");
+  if (!aligned16(a.B)) bad("B is not 16-byte aligned");
+  if (!aligned16(a.C)) bad("C is not 16-byte aligned");
+  if (a.epilogue == Epilogue::Bias && !a.bias) bad("epilogue 'bias' needs a bias pointer");
+  if (a.bias && !aligned16(a.bias)) bad("bias is not 16-byte aligned");
+  if (a.epilogue == Epilogue::Residual && !a.residual) bad("epilogue 'residual' needs a residual pointer");
+  if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
+  if (a.config != TileConfig::Auto && !configImplemented(a.config))
+    bad(std::string("tile configuration ") + toString(a.config) + " is not implemented in this build");
+}
+
+TileConfig resolveConfig(const GemmArgs& a, int numSMs) {
+  return a.config == TileConfig::Auto ? chooseConfig(a.M, a.N, a.K, numSMs) : a.config;
+}
+
+cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c) {
+  const TileShape t = tileShape(c);
+  return cusync::Dim3(static_cast<uint32_t>((a.N + t.bn - 1) / t.bn), static_cast<uint32_t>((a.M + t.bm - 1) / t.bm), 1);
+}
+
+cusync::Dim3 stageTile(TileConfig c) {
+  const TileShape t = tileShape(c);
+  return cusync::Dim3(t.bn, t.bm, t.bk);
+}
+
+namespace detail {
+
+void throwCuda(cudaError_t e, const char* what) {
+  throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+const DeviceInfo& currentDevice() {
+  static std::mutex mu;
+  static std::deque<DeviceInfo> cache;
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  for (const DeviceInfo& d : cache)
+    if (d.device == dev) return d;
+  cudaDeviceProp prop{};
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, dev); e != cudaSuccess) throwCuda(e, "cudaGetDeviceProperties");
+  DeviceInfo d;
+  d.device = dev;
+  d.sms = prop.multiProcessorCount;
+  d.major = prop.major;
+  d.minor = prop.minor;
+  d.smemOptin = prop.sharedMemPerBlockOptin;
+  cache.push_back(d);
+  return cache.back();
+}
+
+namespace {
+using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeFn encodeFn() {
+  static EncodeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
+      throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", "cuTensorMapEncodeTiled is not available from the driver");
+    return reinterpret_cast<EncodeFn>(p);
+  }();
+  return fn;
+}
+}  // namespace
+
+CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
+                            uint32_t boxOuter) {
+  CUtensorMap m{};
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {inner * 2};
+  const cuuint32_t box[2] = {boxInner, boxOuter};
+  const cuuint32_t estr[2] = {1, 1};
+  const CUresult r = encodeFn()(&m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                                const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw cusync::Error(cusync::ErrorCode::CudaError, "gemm",
+                        "cuTensorMapEncodeTiled failed with code " + std::to_string(static_cast<int>(r)));
+  return m;
+}
+
+}  // namespace detail
+}  // namespace cusync_gemm

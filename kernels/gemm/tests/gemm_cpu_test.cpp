@@ -1,0 +1,113 @@
+// CPU tests of the GEMM's configuration heuristic and argument checks: no GPU needed.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cusync/error.h"
+#include "kernels/gemm/gemm.h"
+
+using namespace cusync_gemm;
+
+namespace {
+
+alignas(16) unsigned char buf[4096];
+
+GemmArgs good() {
+  GemmArgs a;
+  a.M = 100, a.N = 256, a.K = 64;
+  a.A = buf, a.B = buf + 1024, a.C = buf + 2048;
+  return a;
+}
+
+void expectBad(const GemmArgs& a, const std::string& needle) {
+  try {
+    checkArgs(a);
+    ADD_FAILURE() << "no error, expected one mentioning '" << needle << "'";
+  } catch (const cusync::Error& e) {
+    EXPECT_EQ(e.code(), cusync::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmArgs, GoodArgsPass) { EXPECT_NO_THROW(checkArgs(good())); }
+
+TEST(GemmArgs, BadShapes) {
+  GemmArgs a = good();
+  a.M = 0;
+  expectBad(a, "M = 0");
+  a = good(), a.N = 100;
+  expectBad(a, "N = 100");
+  a = good(), a.K = 12;
+  expectBad(a, "K = 12");
+  a = good(), a.N = 264, a.epilogue = Epilogue::SwiGLU;
+  expectBad(a, "SwiGLU needs N a multiple of 16");
+}
+
+TEST(GemmArgs, MisalignedPointers) {
+  GemmArgs a = good();
+  a.A = buf + 8;
+  expectBad(a, "A is not 16-byte aligned");
+  a = good(), a.B = buf + 2;
+  expectBad(a, "B is not 16-byte aligned");
+  a = good(), a.C = buf + 4;
+  expectBad(a, "C is not 16-byte aligned");
+  a = good(), a.epilogue = Epilogue::Bias, a.bias = buf + 6;
+  expectBad(a, "bias is not 16-byte aligned");
+  a = good(), a.epilogue = Epilogue::Residual, a.residual = buf + 2;
+  expectBad(a, "residual is not 16-byte aligned");
+}
+
+TEST(GemmArgs, MissingOperands) {
+  GemmArgs a = good();
+  a.A = nullptr;
+  expectBad(a, "non-null");
+  a = good(), a.epilogue = Epilogue::Bias;
+  expectBad(a, "needs a bias pointer");
+  a = good(), a.epilogue = Epilogue::Residual;
+  expectBad(a, "needs a residual pointer");
+}
+
+TEST(GemmConfig, HeuristicPicksImplementedConfigs) {
+  for (int64_t M : {1, 17, 64, 256, 512, 1024, 2048, 4096, 10000})
+    for (int64_t N : {256, 1024, 4608, 6144, 12288})
+      for (int sms : {1, 78, 132}) {
+        const TileConfig c = chooseConfig(M, N, 4096, sms);
+        EXPECT_NE(c, TileConfig::Auto);
+        GemmArgs a = good();
+        a.M = M, a.N = N, a.config = c;
+        EXPECT_NO_THROW(checkArgs(a)) << toString(c);
+      }
+}
+
+TEST(GemmConfig, LargeShapesUseWideTiles) {
+  EXPECT_EQ(chooseConfig(4096, 6144, 12288, 132), TileConfig::T128x256);
+  EXPECT_EQ(chooseConfig(2048, 12288, 6144, 132), TileConfig::T128x256);
+}
+
+TEST(GemmConfig, OverrideWins) {
+  GemmArgs a = good();
+  a.M = 4096, a.N = 6144, a.config = TileConfig::T128x128;
+  EXPECT_EQ(resolveConfig(a, 132), TileConfig::T128x128);
+  a.config = TileConfig::Auto;
+  EXPECT_EQ(resolveConfig(a, 132), chooseConfig(4096, 6144, 64, 132));
+}
+
+TEST(GemmConfig, StageGeometry) {
+  GemmArgs a = good();
+  a.M = 1000, a.N = 400;
+  const cusync::Dim3 g = stageGrid(a, TileConfig::T128x256);
+  EXPECT_EQ(g.x, 2u);
+  EXPECT_EQ(g.y, 8u);
+  const cusync::Dim3 t = stageTile(TileConfig::T128x256);
+  EXPECT_EQ(t.x, 256u);
+  EXPECT_EQ(t.y, 128u);
+  EXPECT_EQ(t.z, 64u);
+}
+
+TEST(GemmConfig, UnimplementedConfigIsRejected) {
+  GemmArgs a = good();
+  a.config = TileConfig::T64x128SplitK;
+  expectBad(a, "not implemented");
+}
+
+}  // namespace
