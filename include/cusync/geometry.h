@@ -10,7 +10,7 @@ namespace cusync {
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
 
-  CUSYNC_HD constexpr Dim3() = default;
+  constexpr Dim3() = default;
   CUSYNC_HD constexpr Dim3(uint32_t x_, uint32_t y_ = 1, uint32_t z_ = 1) : x(x_), y(y_), z(z_) {}
   CUSYNC_HD constexpr uint32_t count() const { return x * y * z; }
   CUSYNC_HD constexpr bool operator==(const Dim3& o) const { return x == o.x && y == o.y && z == o.z; }

@@ -152,6 +152,8 @@ class Stage {
   uint32_t* semaphores() const { return sems_; }
   uint32_t semaphoreCount() const { return semCount_; }
   uint32_t* startedFlag() const { return started_; }
+  // The 64-bit ticket counter (tiles taken since the last reset); for tools and tests.
+  unsigned long long* ticketCounter() const { return tickets_; }
   // Sum of post values each semaphore receives per run (host copy).
   const std::vector<uint64_t>& postsPerRun() const { return postSum_; }
 

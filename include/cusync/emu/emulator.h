@@ -85,6 +85,14 @@ class Emulator {
     kernels_.push_back(std::move(k));
   }
 
+  // Holds `stream` for a wall-clock delay without taking a block slot, as a
+  // host callback or a wait on another stream does on a real GPU.
+  void hostDelay(uint32_t stream, std::chrono::milliseconds delay) {
+    launch(stream, "host delay", Dim3(1), Program{});
+    kernels_.back()->delay = delay;
+    kernels_.back()->isHostOp = true;
+  }
+
   // Runs everything launched so far. Deadlock or timeout gives ok == false.
   Report run(std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
@@ -99,6 +107,10 @@ class Emulator {
     uint32_t next = 0;       // next block to dispatch
     uint32_t finished = 0;
     uint32_t triggered = 0;  // blocks that triggered dependents or finished
+    bool isHostOp = false;
+    bool hostStarted = false;
+    std::chrono::milliseconds delay{0};
+    std::chrono::steady_clock::time_point hostStart;
     bool complete() const { return finished == grid.count(); }
     bool allTriggered() const { return triggered == grid.count(); }
   };

@@ -102,7 +102,7 @@ inline Emulator::KernelRec* Emulator::pickKernel() const {
   KernelRec* best = nullptr;
   for (const StreamRec& s : streams_)
     for (KernelRec* k : s.kernels) {
-      if (k->next >= k->grid.count() || !eligible(*k)) continue;
+      if (k->isHostOp || k->next >= k->grid.count() || !eligible(*k)) continue;
       if (!best || s.priority < streams_[best->stream].priority ||
           (s.priority == streams_[best->stream].priority && k->seq < best->seq))
         best = k;
@@ -176,6 +176,15 @@ inline Report Emulator::run(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       if (abort_.load()) break;
+      for (auto& k : kernels_) {  // host operations take no slot, only time
+        if (!k->isHostOp || k->complete() || !eligible(*k)) continue;
+        if (!k->hostStarted) {
+          k->hostStarted = true;
+          k->hostStart = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - k->hostStart >= k->delay) {
+          k->next = k->finished = k->triggered = 1;
+        }
+      }
       for (auto& s : slots_) {
         if (s->busy) continue;
         KernelRec* k = pickKernel();
@@ -190,7 +199,9 @@ inline Report Emulator::run(std::chrono::milliseconds timeout) {
       bool done = true;
       for (const auto& k : kernels_) done = done && k->complete();
       if (done) break;
-      if (deadlocked()) {  // state is frozen: triggers and finishes need mu_
+      bool hostPending = false;
+      for (const auto& k : kernels_) hostPending = hostPending || (k->isHostOp && !k->complete());
+      if (!hostPending && deadlocked()) {  // state is frozen: triggers and finishes need mu_
         result = describe(true);
         break;
       }

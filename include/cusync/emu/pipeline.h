@@ -37,6 +37,9 @@ class Pipeline {
     emu_.launch(s, stage.name(), grid, [view, program](Block& b) { program(view, b); }, p.programmatic);
   }
 
+  // The emulator stream that the stage at `position` goes to under this mode.
+  uint32_t streamAt(unsigned position) { return streamFor(place(mode_, position, false, 0)); }
+
   // Ends a run of the pipeline: the next launch is position 0 again.
   void finish() { position_ = 0; }
 

@@ -1,0 +1,129 @@
+// Each bad input gives its documented error, naming the stage.
+#include <gtest/gtest.h>
+
+#include "cusync/emu/pipeline.h"
+#include "cusync/stage.h"
+
+using namespace cusync;
+using P = policy::TileSync;
+using R = policy::RowSync;
+template <class I, class O>
+using HStage = Stage<I, O, HostMemory>;
+
+#define EXPECT_CUSYNC_ERROR(stmt, code_, text)                                         \
+  try {                                                                                \
+    stmt;                                                                              \
+    ADD_FAILURE() << "expected " << toString(code_);                                   \
+  } catch (const Error& e) {                                                           \
+    EXPECT_EQ(e.code(), code_) << e.what();                                            \
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();       \
+  }
+
+TEST(StageErrors, UnpairedConsumer) {
+  HStage<R, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+  EXPECT_CUSYNC_ERROR(c.view(), ErrorCode::UnpairedStage, "stage 'gemm2'");
+}
+
+TEST(StageErrors, ProducerWithoutOutputPolicy) {
+  HStage<policy::NoSync, policy::NoSync> p("plain", Dim3(4, 4), Dim3(32, 32, 1));
+  HStage<R, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::UnpairedStage, "'plain' has output policy NoSync");
+}
+
+TEST(StageErrors, PolicyMismatchWouldReadEarly) {
+  HStage<policy::NoSync, R> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  HStage<P, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::PolicyMismatch, "would read early");
+}
+
+TEST(StageErrors, PolicyMismatchWouldHang) {
+  HStage<policy::NoSync, policy::BatchedRowSync> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1), {}, {2});
+  HStage<policy::BatchedRowSync, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32), {3});
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::PolicyMismatch, "would hang");
+}
+
+TEST(StageErrors, NoAtomicAddNeedsSingleWriter) {
+  EXPECT_CUSYNC_ERROR((HStage<policy::NoSync, R>("gemm1", Dim3(4, 4), Dim3(32, 32, 1), {}, {}, NoAtomicAdd)),
+                      ErrorCode::PolicyMismatch, "NoAtomicAdd");
+  EXPECT_NO_THROW((HStage<policy::NoSync, P>("gemm1", Dim3(4, 4), Dim3(32, 32, 1), {}, {}, NoAtomicAdd)));
+}
+
+TEST(StageErrors, ConsumerRowsOutsideProducer) {
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 2), Dim3(32, 32, 1));
+  HStage<P, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::GridMismatch, "row tile 2");
+}
+
+TEST(StageErrors, MoreBatchesThanProducer) {
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 2, 1), Dim3(32, 32, 1));
+  HStage<P, policy::NoSync> c("gemm2", Dim3(4, 2, 2), Dim3(32, 32, 32));
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::GridMismatch, "2 batches");
+}
+
+TEST(StageErrors, StridedShapeChecked) {
+  HStage<policy::NoSync, policy::StridedTileSync> p("qkv", Dim3(9, 2), Dim3(32, 32, 1), {}, {4, 3});
+  HStage<policy::StridedTileSync, policy::NoSync> c("attn", Dim3(4, 2), Dim3(32, 32, 32), {4, 3});
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::PolicyMismatch, "stride * count");
+}
+
+TEST(StageErrors, Conv2DStepMustDivideChannels) {
+  policy::Conv2DTileSync cv;
+  cv.C = 48;
+  cv.W = 8;
+  HStage<policy::NoSync, policy::Conv2DTileSync> p("conv1", Dim3(2, 8), Dim3(32, 8, 1), {}, cv);
+  HStage<policy::Conv2DTileSync, policy::NoSync> c("conv2", Dim3(2, 8), Dim3(32, 8, 32), cv);
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::PolicyMismatch, "must divide C");
+}
+
+// A policy that waits past the producer's semaphore array.
+struct OverreachingSync : policy::TileSync {
+  static constexpr const char* kName = "OverreachingSync";
+  SemSpan waitSpan(const Read& r, const StageShape& c, const StageShape& p) const {
+    SemSpan s = policy::TileSync::waitSpan(r, c, p);
+    if (!s.empty()) s.first += p.grid.count();
+    return s;
+  }
+};
+
+TEST(StageErrors, SemaphoreArrayTooSmall) {
+  HStage<policy::NoSync, policy::TileSync> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  HStage<OverreachingSync, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+  EXPECT_CUSYNC_ERROR(c.addInput(p, OverreachingSync{}), ErrorCode::SemaphoreArrayTooSmall, "semaphore 16");
+}
+
+TEST(StageErrors, BadShapesAndFlags) {
+  EXPECT_CUSYNC_ERROR((HStage<policy::NoSync, P>("g", Dim3(0, 4), Dim3(32, 32, 1))), ErrorCode::InvalidArgument,
+                      "no tiles");
+  EXPECT_CUSYNC_ERROR((HStage<policy::NoSync, P>("g", Dim3(4, 4), Dim3(0, 32, 1))), ErrorCode::InvalidArgument,
+                      "zero rows");
+  EXPECT_CUSYNC_ERROR((HStage<policy::NoSync, P>("g", Dim3(4, 4), Dim3(32, 32, 1), {}, {}, 64)),
+                      ErrorCode::InvalidArgument, "unknown optimization");
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  HStage<P, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 0));
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::InvalidArgument, "k step");
+}
+
+TEST(StageErrors, TooManyProducers) {
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  HStage<P, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+  for (uint32_t i = 0; i < kMaxInputs; ++i) pair(p, c);
+  EXPECT_CUSYNC_ERROR(pair(p, c), ErrorCode::InvalidArgument, "more than");
+}
+
+TEST(StageErrors, LaunchGridMismatchAndBadMode) {
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  emu::Emulator e({2, 1});
+  emu::Pipeline pipe(e, LaunchMode::Pdl);
+  EXPECT_CUSYNC_ERROR(pipe.launch(p, [](const auto&, emu::Block&) {}, Dim3(15)), ErrorCode::GridMismatch,
+                      "15 blocks for 16 tiles");
+  EXPECT_CUSYNC_ERROR(parseLaunchMode("fast"), ErrorCode::InvalidArgument, "unknown launch mode 'fast'");
+  EXPECT_EQ(parseLaunchMode("streams"), LaunchMode::Streams);
+}
+
+TEST(StageErrors, CustomOrderMustBeBijection) {
+  struct Bad {
+    uint32_t linearIndex(const Dim3&, const Dim3&) const { return 0; }
+  };
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  EXPECT_CUSYNC_ERROR(p.setOrder(Bad{}), ErrorCode::OrderNotBijection, "tile (1,0,0)");
+}

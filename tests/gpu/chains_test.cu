@@ -1,0 +1,167 @@
+// Two chained tiled GEMMs on the GPU through cusync, for every policy x flag
+// x launch mode, one and several runs, outside and inside a CUDA graph,
+// against a float64 host reference with fresh random inputs and poisoned
+// outputs.
+#include "gpu_util.h"
+#include "tiled_gemm.cuh"
+
+using namespace cusync;
+using cusync::examples::kTile;
+using cusync::examples::tiledGemm;
+
+namespace {
+
+struct Variant {
+  LaunchMode mode;
+  int opts;
+  bool persistentConsumer;
+  bool graph;
+  int runs;
+};
+
+std::string name(const Variant& v, const char* policy) {
+  return std::string(policy) + " mode=" + toString(v.mode) + " opts=" + std::to_string(v.opts) +
+         (v.persistentConsumer ? " persistent" : "") + (v.graph ? " graph" : "") + " runs=" + std::to_string(v.runs);
+}
+
+// C1 = A * B1 (NoSync -> P), C2 = C1[:, :K2] * B2 (P -> NoSync).
+template <class P>
+void runChain(const P& pol, const char* policyName, const Variant& var, int N1, int K2) {
+  SCOPED_TRACE(name(var, policyName));
+  const int M = 500, K1 = 256, N2 = 256;  // M is ragged: the last row tile is partial
+  const Dim3 g1(N1 / kTile, ceilDiv(M, kTile)), g2(N2 / kTile, ceilDiv(M, kTile));
+  const Dim3 tile(kTile, kTile, kTile);
+  Stage<policy::NoSync, P> s1("gemm1", g1, tile, {}, pol, var.opts & ~AvoidWaitKernel);
+  Stage<P, policy::NoSync> s2("gemm2", g2, tile, pol, {}, var.opts & ~NoAtomicAdd);
+  pair(s1, s2);
+
+  std::mt19937 rng(42 + var.opts);
+  DeviceBuffer<float> A(size_t(M) * K1), B1(size_t(K1) * N1), B2(size_t(K2) * N2), C1(size_t(M) * N1),
+      C2(size_t(M) * N2);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Pipeline pipe(var.mode, stream);
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const dim3 block(kTile, kTile);
+  auto enqueue = [&] {
+    pipe.launch(s1, tiledGemm<typename decltype(s1)::View>, LaunchShape{dim3(g1.count()), block}, A.ptr, B1.ptr,
+                C1.ptr, M, N1, K1, K1);
+    LaunchShape l2{dim3(g2.count()), block};
+    if (var.persistentConsumer) l2 = LaunchShape{dim3(sms / 2), block, 0, true};
+    pipe.launch(s2, tiledGemm<typename decltype(s2)::View>, l2, C1.ptr, B2.ptr, C2.ptr, M, N2, K2, N1);
+    pipe.finish();
+  };
+
+  cudaGraphExec_t exec = nullptr;
+  if (var.graph) {
+    cudaGraph_t graph;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    enqueue();
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    exec = instantiateGraph(graph);
+    CUDA_OK(cudaGraphDestroy(graph));
+  }
+  for (int run = 0; run < var.runs; ++run) {
+    const auto hA = randomFloats(A.n, rng), hB1 = randomFloats(B1.n, rng), hB2 = randomFloats(B2.n, rng);
+    CUDA_OK(A.upload(hA));
+    CUDA_OK(B1.upload(hB1));
+    CUDA_OK(B2.upload(hB2));
+    CUDA_OK(C1.poison());
+    CUDA_OK(C2.poison());
+    if (var.graph)
+      CUDA_OK(cudaGraphLaunch(exec, stream));
+    else
+      enqueue();
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaStreamSynchronize(stream));
+    const std::vector<double> dA(hA.begin(), hA.end());
+    const auto r1 = hostGemm(dA, hB1, M, N1, K1, K1);
+    const auto r2 = hostGemm(r1, hB2, M, N2, K2, N1);
+    EXPECT_LT(relativeError(C1.download(), r1), 1e-5) << "run " << run;
+    EXPECT_LT(relativeError(C2.download(), r2), 1e-5) << "run " << run;
+  }
+  if (exec) cudaGraphExecDestroy(exec);
+  cudaStreamDestroy(stream);
+}
+
+std::vector<Variant> variants(bool singleWriter) {
+  std::vector<Variant> out;
+  for (LaunchMode m : {LaunchMode::Serial, LaunchMode::Streams, LaunchMode::Pdl})
+    for (int opts : {int(NoOptimization), int(NoAtomicAdd), int(AvoidCustomOrder), int(ReorderTileLoads)})
+      for (bool persistent : {false, true})
+        for (bool graph : {false, true}) {
+          if ((opts & NoAtomicAdd) && !singleWriter) continue;
+          out.push_back({m, opts, persistent, graph, 1});
+          out.push_back({m, opts, persistent, graph, 3});
+        }
+  return out;
+}
+
+}  // namespace
+
+TEST(GpuChain, TileSync) {
+  REQUIRE_GPU();
+  for (const auto& v : variants(true)) runChain(policy::TileSync{}, "TileSync", v, 1024, 1024);
+}
+
+TEST(GpuChain, RowSync) {
+  REQUIRE_GPU();
+  for (const auto& v : variants(false)) runChain(policy::RowSync{}, "RowSync", v, 1024, 1024);
+}
+
+TEST(GpuChain, BatchedRowSync) {
+  REQUIRE_GPU();
+  for (const auto& v : variants(false)) runChain(policy::BatchedRowSync{2}, "BatchedRowSync", v, 1024, 1024);
+}
+
+TEST(GpuChain, StridedTileSync) {
+  REQUIRE_GPU();
+  // Producer columns hold two segments of 16 tiles; the consumer reads the first.
+  for (const auto& v : variants(true)) runChain(policy::StridedTileSync{16, 2}, "StridedTileSync", v, 1024, 512);
+}
+
+TEST(GpuChain, AvoidWaitKernelWhenEverythingFitsInOneWave) {
+  REQUIRE_GPU();
+  // 16 x 2 + 8 x 2 blocks of 1024 threads fit on any recent GPU at once.
+  for (int runs : {1, 3}) {
+    Variant v{LaunchMode::Streams, AvoidWaitKernel, false, false, runs};
+    SCOPED_TRACE("AvoidWaitKernel");
+    const int M = 64, K1 = 256, N1 = 512, N2 = 256;
+    const Dim3 tile(kTile, kTile, kTile);
+    Stage<policy::NoSync, policy::RowSync> s1("gemm1", Dim3(N1 / kTile, 2), tile);
+    Stage<policy::RowSync, policy::NoSync> s2("gemm2", Dim3(N2 / kTile, 2), tile, {}, {}, AvoidWaitKernel);
+    pair(s1, s2);
+    std::mt19937 rng(5);
+    DeviceBuffer<float> A(M * K1), B1(K1 * N1), B2(N1 * N2), C1(M * N1), C2(M * N2);
+    Pipeline pipe(v.mode);
+    for (int run = 0; run < runs; ++run) {
+      const auto hA = randomFloats(A.n, rng), hB1 = randomFloats(B1.n, rng), hB2 = randomFloats(B2.n, rng);
+      CUDA_OK(A.upload(hA));
+      CUDA_OK(B1.upload(hB1));
+      CUDA_OK(B2.upload(hB2));
+      CUDA_OK(C2.poison());
+      pipe.launch(s1, tiledGemm<decltype(s1)::View>, LaunchShape{dim3(s1.numTiles()), dim3(kTile, kTile)}, A.ptr,
+                  B1.ptr, C1.ptr, M, N1, K1, K1);
+      pipe.launch(s2, tiledGemm<decltype(s2)::View>, LaunchShape{dim3(s2.numTiles()), dim3(kTile, kTile)}, C1.ptr,
+                  B2.ptr, C2.ptr, M, N2, N1, N1);
+      pipe.finish();
+      CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<double> dA(hA.begin(), hA.end());
+      EXPECT_LT(relativeError(C2.download(), hostGemm(hostGemm(dA, hB1, M, N1, K1, K1), hB2, M, N2, N1, N1)), 1e-5);
+    }
+  }
+}
+
+TEST(GpuLaunch, GridMismatchIsRejected) {
+  REQUIRE_GPU();
+  Stage<policy::NoSync, policy::TileSync> s1("gemm1", Dim3(4, 4), Dim3(kTile, kTile, kTile));
+  Pipeline pipe(LaunchMode::Serial);
+  try {
+    pipe.launch(s1, tiledGemm<decltype(s1)::View>, LaunchShape{dim3(15), dim3(kTile, kTile)}, nullptr, nullptr,
+                nullptr, 0, 0, 0, 0);
+    FAIL() << "expected GridMismatch";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::GridMismatch) << e.what();
+  }
+}
