@@ -33,8 +33,10 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
   {
     std::lock_guard<std::mutex> lock(mu);
     auto& slot = stages[Key{d.device, stream, grid.x, grid.y, tile.x, tile.y, blocks}];
-    if (!slot) slot = std::make_unique<NoSyncStage>("gemm", grid, tile, cusync::policy::NoSync{},
-                                                    cusync::policy::NoSync{}, cusync::AvoidCustomOrder);
+    if (!slot) {
+      slot = std::make_unique<NoSyncStage>("gemm", grid, tile);
+      slot->setOrder(GroupedOrder{8});
+    }
     st = slot.get();
   }
   const detail::NoSyncView v = st->view(blocks);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cusync/error.h"
+#include "cusync/tile_order.h"
 #include "kernels/gemm/gemm.h"
 
 using namespace cusync_gemm;
@@ -110,4 +111,17 @@ TEST(GemmConfig, UnimplementedConfigIsRejected) {
   expectBad(a, "not implemented");
 }
 
+}  // namespace
+
+namespace {
+TEST(GemmConfig, GroupedOrderIsABijection) {
+  for (uint32_t gx : {1u, 5u, 48u})
+    for (uint32_t gy : {1u, 7u, 8u, 9u, 33u}) {
+      const cusync::Dim3 g(gx, gy, 1);
+      EXPECT_NO_THROW(cusync::buildOrderTable(GroupedOrder{8}, g)) << gx << "x" << gy;
+    }
+  // Band of 8 rows walked column by column.
+  EXPECT_EQ(GroupedOrder{8}.linearIndex(cusync::Dim3(0, 1, 0), cusync::Dim3(4, 16, 1)), 1u);
+  EXPECT_EQ(GroupedOrder{8}.linearIndex(cusync::Dim3(1, 0, 0), cusync::Dim3(4, 16, 1)), 8u);
+}
 }  // namespace
