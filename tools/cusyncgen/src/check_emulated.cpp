@@ -1,0 +1,217 @@
+// Part (c) of --check: the derived policies and tile orders run through the
+// real protocol on the CPU emulator with N SMs, under the launch modes that
+// overlap stages (streams with priorities and a wait kernel, and PDL). Every
+// producer tile stamps the run it belongs to; every consumer step checks,
+// after its waits, that each tile it reads carries this run's stamp.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <variant>
+
+#include "check.h"
+#include "cusync/emu/pipeline.h"
+#include "cusync/stage.h"
+#include "truth.h"
+
+namespace cusyncgen {
+namespace {
+
+using cusync::policy::NoSync;
+using RP = cusyncgen_rt::RulesPolicy;
+template <class I, class O>
+using St = cusync::Stage<I, O, cusync::HostMemory>;
+using AnyStage = std::variant<std::unique_ptr<St<NoSync, NoSync>>, std::unique_ptr<St<NoSync, RP>>,
+                              std::unique_ptr<St<RP, NoSync>>, std::unique_ptr<St<RP, RP>>>;
+
+struct SpecOrder {
+  bool columnMajor = false;
+  uint32_t linearIndex(const cusync::Dim3& t, const cusync::Dim3& g) const {
+    return cusyncgen_rt::linearIndex(columnMajor, t, g);
+  }
+};
+
+uint32_t linear(const cusync::Dim3& t, const cusync::Dim3& g) { return (t.z * g.y + t.y) * g.x + t.x; }
+
+// Stages in an order where every producer comes before its consumers.
+std::vector<int> launchOrder(const Model& m) {
+  const size_t n = m.spec.stages.size();
+  std::vector<int> indeg(n, 0), order;
+  for (const Edge& e : m.edges) ++indeg[e.cons];
+  std::vector<bool> done(n, false);
+  while (order.size() < n) {
+    bool any = false;
+    for (size_t s = 0; s < n; ++s) {
+      if (done[s] || indeg[s] != 0) continue;
+      done[s] = any = true;
+      order.push_back(int(s));
+      for (const Edge& e : m.edges)
+        if (e.prod == int(s)) --indeg[e.cons];
+    }
+    if (!any) return {};  // a cycle
+  }
+  return order;
+}
+
+class Run {
+ public:
+  Run(const Model& m, uint32_t sms, cusync::LaunchMode mode) : m_(m), sms_(sms), mode_(mode) {}
+
+  std::string go(uint32_t runs) {
+    const std::vector<int> order = launchOrder(m_);
+    if (order.empty()) return "the stages' reads form a cycle: no launch order exists";
+    build();
+    precompute();
+    cusync::emu::Emulator emu({sms_, 1});
+    cusync::emu::Pipeline pipe(emu, mode_);
+    for (uint32_t run = 0; run < runs; ++run) {
+      for (int s : order) std::visit([&](auto& st) { launch(pipe, *st, s); }, stages_[s]);
+      pipe.finish();
+      const cusync::emu::Report rep = emu.run(std::chrono::seconds(60));
+      if (!rep.ok) return rep.message;
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!error_.empty()) return error_;
+    }
+    return "";
+  }
+
+ private:
+  void build() {
+    const size_t n = m_.spec.stages.size();
+    stamps_.resize(n);
+    for (size_t s = 0; s < n; ++s) {
+      const StageDecl& d = m_.spec.stages[s];
+      const std::vector<int> ins = m_.inputsOf(int(s));
+      const RP in{ins.empty() ? cusyncgen_rt::Rules{} : m_.edges[ins[0]].rules};
+      const RP out{m_.outRules[s]};
+      const cusync::StageShape& sh = m_.shapes[s];
+      const bool cons = !ins.empty(), prod = m_.isProducer[s];
+      if (!cons && !prod) stages_.emplace_back(std::make_unique<St<NoSync, NoSync>>(d.name, sh.grid, sh.tile));
+      else if (!cons) stages_.emplace_back(std::make_unique<St<NoSync, RP>>(d.name, sh.grid, sh.tile, NoSync{}, out));
+      else if (!prod) stages_.emplace_back(std::make_unique<St<RP, NoSync>>(d.name, sh.grid, sh.tile, in, NoSync{}));
+      else stages_.emplace_back(std::make_unique<St<RP, RP>>(d.name, sh.grid, sh.tile, in, out));
+      std::visit([&](auto& st) { st->setOrder(SpecOrder{d.columnMajor}); }, stages_.back());
+      stamps_[s] = std::make_unique<std::atomic<uint32_t>[]>(sh.grid.count());
+      for (uint32_t t = 0; t < sh.grid.count(); ++t) stamps_[s][t].store(0);
+    }
+    for (size_t s = 0; s < n; ++s)
+      for (int e : m_.inputsOf(int(s))) {
+        const Edge& edge = m_.edges[e];
+        std::visit(
+            [&](auto& p, auto& c) {
+              using P = std::decay_t<decltype(*p)>;
+              using C = std::decay_t<decltype(*c)>;
+              if constexpr (std::is_same_v<typename P::Out, RP> && std::is_same_v<typename C::In, RP>)
+                cusync::pair(*p, *c, RP{edge.rules});
+            },
+            stages_[edge.prod], stages_[s]);
+      }
+  }
+
+  // Where need_[e] keeps the producer tiles that step k of a tile's walk reads.
+  size_t needIndex(const Edge& e, const cusync::Dim3& t, uint32_t k) const {
+    const cusync::StageShape& cs = m_.shapes[e.cons];
+    const uint32_t xs = e.jSteps ? cs.grid.x : 1;
+    const uint32_t x = e.jSteps ? t.x : 0;
+    return ((size_t(t.z) * cs.grid.y + t.y) * xs + x) * walkSteps(m_.spec.stages[e.cons]) + k;
+  }
+
+  void precompute() {
+    need_.resize(m_.edges.size());
+    for (size_t e = 0; e < m_.edges.size(); ++e) {
+      const Edge& edge = m_.edges[e];
+      const cusync::StageShape& cs = m_.shapes[edge.cons];
+      const uint32_t steps = walkSteps(m_.spec.stages[edge.cons]);
+      const uint32_t xs = edge.jSteps ? cs.grid.x : 1;
+      need_[e].resize(size_t(cs.grid.z) * cs.grid.y * xs * steps);
+      for (uint32_t z = 0; z < cs.grid.z; ++z)
+        for (uint32_t y = 0; y < cs.grid.y; ++y)
+          for (uint32_t x = 0; x < xs; ++x)
+            for (uint32_t k = 0; k < steps; ++k)
+              need_[e][needIndex(edge, cusync::Dim3(x, y, z), k)] = tilesRead(m_, edge, x, y, z, k);
+    }
+  }
+
+  void report(const std::string& what) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (error_.empty()) error_ = what;
+  }
+
+  template <class StageT>
+  void launch(cusync::emu::Pipeline& pipe, const StageT& st, int s) {
+    pipe.launch(st, [this, s](const typename StageT::View& v, cusync::emu::Block& b) { tile(v, b, s); });
+  }
+
+  template <class V>
+  void tile(const V& v, cusync::emu::Block& b, int s) {
+    const cusync::TileWork w = cusync::emu::tile(v, b);
+    if (!w.valid) return;
+    if constexpr (!cusync::policy::isNoSync<typename V::In>) {
+      const std::vector<int> ins = m_.inputsOf(s);
+      const uint32_t steps = walkSteps(m_.spec.stages[s]);
+      const uint32_t ws = w.tile.x * m_.edges[ins[0]].jSteps;  // all inputs share the walk
+      for (uint32_t kb = 0; kb < steps; ++kb) {
+        const cusync::Read r{(ws + kb) * v.shape.tile.z, w.tile.y * v.shape.tile.y, w.tile.z, ws * v.shape.tile.z};
+        for (uint32_t n = 0; n < ins.size(); ++n) {
+          cusync::emu::wait(v, w, r, n);
+          const Edge& e = m_.edges[ins[n]];
+          const cusync::StageShape& ps = m_.shapes[e.prod];
+          for (const cusync::Dim3& t : need_[ins[n]][needIndex(e, w.tile, kb)]) {
+            const uint32_t got = stamps_[e.prod][linear(t, ps.grid)].load(std::memory_order_relaxed);
+            if (got != w.run)
+              report("'" + m_.spec.stages[s].name + "' tile " + cusync::tileName(w.tile) + " run " +
+                     std::to_string(w.run) + " at k-block " + std::to_string(kb) + " read '" +
+                     m_.spec.stages[e.prod].name + "' tile " + cusync::tileName(t) + " holding run " +
+                     std::to_string(got));
+          }
+        }
+      }
+    }
+    stamps_[s][linear(w.tile, v.shape.grid)].store(w.run, std::memory_order_relaxed);
+    cusync::emu::post(v, w);
+  }
+
+  const Model& m_;
+  uint32_t sms_;
+  cusync::LaunchMode mode_;
+  std::vector<AnyStage> stages_;
+  std::vector<std::unique_ptr<std::atomic<uint32_t>[]>> stamps_;
+  std::vector<std::vector<std::vector<cusync::Dim3>>> need_;
+  std::mutex mu_;
+  std::string error_;
+};
+
+}  // namespace
+
+CheckResult checkEmulated(const Model& m, uint32_t sms) {
+  CheckResult res;
+  for (cusync::LaunchMode mode : {cusync::LaunchMode::Streams, cusync::LaunchMode::Pdl}) {
+    std::string bad;
+    try {
+      bad = Run(m, sms, mode).go(2);
+    } catch (const std::exception& ex) {
+      bad = ex.what();
+    }
+    if (!bad.empty()) {
+      res.ok = false;
+      res.counterexample = std::string("emulator, ") + cusync::toString(mode) + " mode, " + std::to_string(sms) +
+                           " SMs: " + bad;
+      return res;
+    }
+    res.lines.push_back(std::string("emulator, ") + cusync::toString(mode) + " mode, " + std::to_string(sms) +
+                        " SMs, 2 runs: no deadlock, every read saw its run's data");
+  }
+  return res;
+}
+
+CheckResult check(const Model& m, const CheckOptions& opts) {
+  CheckResult res = checkWaits(m);
+  if (!res.ok || !opts.emulate) return res;
+  CheckResult emu = checkEmulated(m, opts.sms);
+  res.ok = emu.ok;
+  res.counterexample = emu.counterexample;
+  res.lines.insert(res.lines.end(), emu.lines.begin(), emu.lines.end());
+  return res;
+}
+
+}  // namespace cusyncgen
