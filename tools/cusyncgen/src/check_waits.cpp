@@ -87,7 +87,7 @@ std::string checkEdge(const Model& m, const Edge& e, std::string& summary) {
   std::ostringstream o;
   o << edge << ": " << cs.grid.count() << " consumer tiles x " << steps << " k-blocks: every read covered, no wait beyond "
     << (e.rules.grain == cusyncgen_rt::kTile ? "the tiles read" : "the rows read") << " (" << nsem << " semaphores, "
-    << waits << " waits)";
+    << waits << " semaphore waits over the distinct walks)";
   summary = o.str();
   return "";
 }
