@@ -157,34 +157,69 @@ __device__ __forceinline__ void epilogue(float (&acc)[BN / 2], T* C, const EpiPa
       }
     }
   } else {
-    const T2* res = static_cast<const T2*>(p.residual);
+    // Transpose within each quad of lanes so that every lane holds 8
+    // consecutive columns of one row: one 16-byte store (and 16-byte bias and
+    // residual loads) instead of four 4-byte ones.
+    const int q = lane % 4;
+    const int quadBase = lane & ~3;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int64_t col = n0 + 8 * j + colIn;
-      if (col >= p.N) continue;
-      float b0 = 0.f, b1 = 0.f;
-      if constexpr (E != Epilogue::Identity) {
-        if (bias != nullptr) {
-          const float2 b = Ops::unpack(bias[col / 2]);
-          b0 = b.x, b1 = b.y;
-        }
-      }
+    for (int jj = 0; jj < BN / 32; ++jj) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int64_t row = rowA + 8 * h;
-        if (row < p.M) {
-          float v0 = acc[4 * j + 2 * h] + b0, v1 = acc[4 * j + 2 * h + 1] + b1;
-          if constexpr (E == Epilogue::Gelu) {
-            v0 = geluTanh(v0);
-            v1 = geluTanh(v1);
-          }
-          if constexpr (E == Epilogue::Residual) {
-            const float2 r = Ops::unpack(res[(row * p.N + col) / 2]);
-            v0 += r.x;
-            v1 += r.y;
-          }
-          *reinterpret_cast<T2*>(C + row * p.N + col) = Ops::pack(v0, v1);
+        float w[8];
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          // Lane p sends its fragment j = 4 jj + ((p - s) & 3); lane q receives
+          // from lane (q + s) & 3 the fragment j = 4 jj + q.
+          const int sendR = (q - s) & 3;
+          float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            if (r == sendR) a0 = acc[4 * (4 * jj + r) + 2 * h], a1 = acc[4 * (4 * jj + r) + 2 * h + 1];
+          const int src = quadBase | ((q + s) & 3);
+          const float b0 = s == 0 ? a0 : __shfl_sync(0xffffffffu, a0, src);
+          const float b1 = s == 0 ? a1 : __shfl_sync(0xffffffffu, a1, src);
+          const int slot = (q + s) & 3;  // columns 2 slot, 2 slot + 1 of this lane's 8
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            if (r == slot) w[2 * r] = b0, w[2 * r + 1] = b1;
         }
+        const int64_t row = rowA + 8 * h;
+        const int64_t col = n0 + 32 * jj + 8 * q;
+        if (row >= p.M || col >= p.N) continue;
+        if constexpr (E != Epilogue::Identity) {
+          if (bias != nullptr) {
+            const uint4 bv = *reinterpret_cast<const uint4*>(bias + col / 2);
+            const uint32_t bw[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              const float2 b = Ops::unpack(*reinterpret_cast<const T2*>(&bw[r]));
+              w[2 * r] += b.x;
+              w[2 * r + 1] += b.y;
+            }
+          }
+        }
+        if constexpr (E == Epilogue::Gelu) {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) w[i] = geluTanh(w[i]);
+        }
+        if constexpr (E == Epilogue::Residual) {
+          const uint4 rv = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.residual) + row * p.N + col);
+          const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const float2 x = Ops::unpack(*reinterpret_cast<const T2*>(&rw[r]));
+            w[2 * r] += x.x;
+            w[2 * r + 1] += x.y;
+          }
+        }
+        uint32_t o[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const T2 v = Ops::pack(w[2 * r], w[2 * r + 1]);
+          o[r] = *reinterpret_cast<const uint32_t*>(&v);
+        }
+        *reinterpret_cast<uint4*>(C + row * p.N + col) = make_uint4(o[0], o[1], o[2], o[3]);
       }
     }
   }
