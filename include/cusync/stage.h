@@ -103,6 +103,12 @@ class Stage {
     if (isConsumer() && numInputs_ == 0)
       fail(ErrorCode::UnpairedStage, std::string("input policy ") + InPolicy::kName +
                                          " has no producer: call cusync::pair(producer, consumer) first");
+    // Runs are counted in tickets, so every run must take as many.
+    if (ticketsPerRun_ != 0 && ticketsPerRun_ != numTiles() + persistentBlocks)
+      fail(ErrorCode::GridMismatch, "launched with " + describeBlocks(ticketsPerRun_ - numTiles()) +
+                                        " before and with " + describeBlocks(persistentBlocks) +
+                                        " now; run counting needs the same launch every run (reset() to change it)");
+    ticketsPerRun_ = numTiles() + persistentBlocks;
     View v;
     v.shape = shape_;
     v.opts = opts_;
@@ -135,6 +141,7 @@ class Stage {
   // Zeroes tickets, semaphores and start flags: all stages of a pipeline
   // must be reset together, with no kernel of theirs running.
   void reset() {
+    ticketsPerRun_ = 0;
     Memory::zero(tickets_, 2 * sizeof(unsigned long long));
     Memory::zero(started_, sizeof(uint32_t));
     if (sems_) Memory::zero(sems_, semCount_ * sizeof(uint32_t));
@@ -159,6 +166,9 @@ class Stage {
 
  private:
   [[noreturn]] void fail(ErrorCode code, const std::string& what) const { throw Error(code, name_, what); }
+  static std::string describeBlocks(uint32_t persistentBlocks) {
+    return persistentBlocks ? std::to_string(persistentBlocks) + " persistent blocks" : std::string("one block per tile");
+  }
 
   void releaseAll() {
     Memory::release(tickets_);
@@ -248,6 +258,7 @@ class Stage {
   OutPolicy out_;
   int opts_;
   uint32_t semCount_ = 0;
+  mutable uint32_t ticketsPerRun_ = 0;  // fixed by the first view()
   std::vector<uint64_t> postSum_;
   unsigned long long* tickets_ = nullptr;
   unsigned long long* gateTickets_ = nullptr;

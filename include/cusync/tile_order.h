@@ -31,6 +31,20 @@ struct ColumnMajorOrder {
   CUSYNC_HD uint32_t linearIndex(const Dim3& t, const Dim3& g) const { return (t.z * g.x + t.x) * g.y + t.y; }
 };
 
+// Bands of `group` tile rows, each band walked column by column: a wave of
+// blocks reads a few column tiles of the weights and one band of the
+// activations, which stay in L2. Consumers that wait per row band still see
+// rows finish early.
+struct GroupedOrder {
+  static constexpr const char* kName = "grouped";
+  uint32_t group = 8;
+  CUSYNC_HD uint32_t linearIndex(const Dim3& t, const Dim3& g) const {
+    const uint32_t band = t.y / group;
+    const uint32_t rowsInBand = minU(group, g.y - band * group);
+    return t.z * g.y * g.x + band * group * g.x + t.x * rowsInBand + (t.y - band * group);
+  }
+};
+
 // The tile at row-major position i; used when the hardware order is kept.
 CUSYNC_HD Dim3 rowMajorTile(uint32_t i, const Dim3& g) {
   return Dim3(i % g.x, (i / g.x) % g.y, i / (g.x * g.y));

@@ -22,6 +22,7 @@
 
 #include "cusync/error.h"
 #include "cusync/geometry.h"
+#include "cusync/tile_order.h"
 
 namespace cusync_gemm {
 
@@ -84,19 +85,9 @@ TileConfig resolveConfig(const GemmArgs& a, int numSMs);
 cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c);
 cusync::Dim3 stageTile(TileConfig c);
 
-// The tile order gemm() uses for its own stages, and a good one for pipeline
-// stages that need no particular order: bands of `group` tile rows (M), each
-// band walked column by column (N), so that a wave of persistent blocks reads
-// a few columns of B and a band of A that stays in L2.
-struct GroupedOrder {
-  static constexpr const char* kName = "grouped";
-  uint32_t group = 8;
-  uint32_t linearIndex(const cusync::Dim3& t, const cusync::Dim3& g) const {
-    const uint32_t band = t.y / group;
-    const uint32_t rowsInBand = (g.y - band * group) < group ? (g.y - band * group) : group;
-    return (t.z * g.y * g.x) + band * group * g.x + t.x * rowsInBand + (t.y - band * group);
-  }
-};
+// The tile order gemm() uses for its own stages (bands of tile rows walked by
+// column, see cusync/tile_order.h).
+using GroupedOrder = cusync::GroupedOrder;
 
 // Launch with no synchronization (NoSync in and out): a stage is kept per
 // thread and shape internally. Asynchronous on `stream`.

@@ -317,7 +317,9 @@ void runDelayedProducer(int consumerOpts, bool expectDeadlock) {
   const auto rep = emu.run(20s);
   EXPECT_EQ(rep.deadlock, expectDeadlock) << rep.message;
   EXPECT_EQ(rep.ok, !expectDeadlock) << rep.message;
-  if (expectDeadlock) EXPECT_EQ(rep.waiters.size(), 4u) << rep.message;
+  if (expectDeadlock) {
+    EXPECT_EQ(rep.waiters.size(), 4u) << rep.message;
+  }
 }
 
 TEST(EmulatorDeadlock, WaitKernelLeftOutIsReported) { runDelayedProducer(AvoidWaitKernel, true); }

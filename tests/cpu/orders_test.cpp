@@ -25,6 +25,7 @@ TEST(TileOrder, RowAndColumnMajorAreBijections) {
   for (Dim3 g : {Dim3(1, 1, 1), Dim3(7, 3, 1), Dim3(4, 9, 2), Dim3(96, 16, 1)}) {
     expectBijection<RowMajorOrder>(g);
     expectBijection<ColumnMajorOrder>(g);
+    expectBijection<GroupedOrder>(g);
   }
 }
 

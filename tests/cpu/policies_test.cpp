@@ -91,10 +91,12 @@ void checkCoverage(const P& pol, const StageShape& cons, const StageShape& prod,
           ASSERT_TRUE(covered.count(t)) << P::kName << ": row tile " << y << " batch " << z << " reads producer tile "
                                         << t << " at column " << col << " without waiting for it";
       }
-      if (exact)
-        for (uint32_t t : waited)
+      if (exact) {
+        for (uint32_t t : waited) {
           EXPECT_TRUE(allReads.count(t)) << P::kName << ": row tile " << y << " waits on tile " << t
                                          << " it never reads";
+        }
+      }
     }
 }
 
@@ -191,6 +193,7 @@ TEST(Policies, Conv2DTileSyncCoversTheFilterHalo) {
         checkCoverage(pol, c, p, convReads(pol), true);
         // A walk starting past the first filter position waits for the whole halo at once (documented).
         checkCoverage(pol, c, p, convReads(pol), false, pol.C);
+        checkCoverage(pol, c, p, convReads(pol), false, pol.C / 2);  // split K inside the first filter position
         checkPairs(pol, c, p);
       }
 }

@@ -127,3 +127,13 @@ TEST(StageErrors, CustomOrderMustBeBijection) {
   HStage<policy::NoSync, P> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
   EXPECT_CUSYNC_ERROR(p.setOrder(Bad{}), ErrorCode::OrderNotBijection, "tile (1,0,0)");
 }
+
+TEST(StageErrors, PersistentBlockCountMustNotChange) {
+  HStage<policy::NoSync, P> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  p.view(8);
+  EXPECT_NO_THROW(p.view(8));
+  EXPECT_CUSYNC_ERROR(p.view(4), ErrorCode::GridMismatch, "8 persistent blocks before");
+  EXPECT_CUSYNC_ERROR(p.view(), ErrorCode::GridMismatch, "one block per tile now");
+  p.reset();
+  EXPECT_NO_THROW(p.view(4));
+}

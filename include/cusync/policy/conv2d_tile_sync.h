@@ -7,8 +7,9 @@
 // filter position (r = s = 0): for each new channel tile, on every producer
 // row tile its pixels touch *including the filter halo* (padH rows and padW
 // columns before, the rest after). Later filter positions read the same
-// channel tiles and halo rows and need no wait. A walk that starts past the
-// first filter position (split K) waits for all channel tiles at its first step.
+// channel tiles and halo rows and need no wait. A walk that starts anywhere
+// but k = 0 (split K) waits for all channel tiles at its first step, since it
+// reads channels below its start at later filter positions.
 //
 // Guarantee: before a consumer reads input pixel rows shifted by any filter
 // offset, the producer tiles holding them have posted in the same run. The
@@ -41,7 +42,7 @@ struct Conv2DTileSync {
   CUSYNC_HD uint32_t waitValue(uint32_t, const StageShape&) const { return 1; }
   CUSYNC_HD SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
     TileRange cols;
-    if (r.col == r.walkStart && r.walkStart >= C) {
+    if (r.col == r.walkStart && r.walkStart > 0) {
       cols = tilesCovering(0, C, prod.tile.x, prod.grid.x);
     } else if (r.col < C) {
       cols = walk::newColumns(r, cons.tile.z, prod);
