@@ -78,4 +78,13 @@ CUSYNC_HD constexpr TileRange tilesCovering(uint32_t begin, uint32_t len, uint32
   return r;
 }
 
+// Calls fn(tile) for every tile of the grid, row-major (x fastest). Host-side
+// checks walk grids with it.
+template <class Fn>
+void forEachTile(const Dim3& g, Fn&& fn) {
+  for (uint32_t z = 0; z < g.z; ++z)
+    for (uint32_t y = 0; y < g.y; ++y)
+      for (uint32_t x = 0; x < g.x; ++x) fn(Dim3(x, y, z));
+}
+
 }  // namespace cusync

@@ -187,18 +187,14 @@ class Stage {
     if (semCount_ == 0) fail(ErrorCode::InvalidArgument, std::string(OutPolicy::kName) + " gives no semaphores");
     postSum_.assign(semCount_, 0);
     std::vector<uint32_t> writers(semCount_, 0);
-    const Dim3 g = shape_.grid;
-    for (uint32_t z = 0; z < g.z; ++z)
-      for (uint32_t y = 0; y < g.y; ++y)
-        for (uint32_t x = 0; x < g.x; ++x) {
-          const Dim3 t(x, y, z);
-          const uint32_t s = out_.tileIndex(t, shape_);
-          if (s >= semCount_)
-            fail(ErrorCode::SemaphoreArrayTooSmall, "tile " + tileName(t) + " posts to semaphore " +
-                                                        std::to_string(s) + " of " + std::to_string(semCount_));
-          postSum_[s] += out_.postValue(t, shape_);
-          ++writers[s];
-        }
+    forEachTile(shape_.grid, [&](const Dim3& t) {
+      const uint32_t s = out_.tileIndex(t, shape_);
+      if (s >= semCount_)
+        fail(ErrorCode::SemaphoreArrayTooSmall,
+             "tile " + tileName(t) + " posts to semaphore " + std::to_string(s) + " of " + std::to_string(semCount_));
+      postSum_[s] += out_.postValue(t, shape_);
+      ++writers[s];
+    });
     if (opts_ & NoAtomicAdd) {
       for (uint32_t s = 0; s < semCount_; ++s)
         if (writers[s] > 1)

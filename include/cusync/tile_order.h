@@ -63,22 +63,19 @@ std::vector<Dim3> buildOrderTable(const Order& order, const Dim3& grid, const st
   if (n == 0) throw Error(ErrorCode::InvalidArgument, stage, "grid has no tiles");
   std::vector<Dim3> table(n);
   std::vector<bool> taken(n, false);
-  for (uint32_t z = 0; z < grid.z; ++z)
-    for (uint32_t y = 0; y < grid.y; ++y)
-      for (uint32_t x = 0; x < grid.x; ++x) {
-        const Dim3 t(x, y, z);
-        const uint32_t i = order.linearIndex(t, grid);
-        if (i >= n)
-          throw Error(ErrorCode::OrderNotBijection, stage,
-                      "tile " + tileName(t) + " maps to position " + std::to_string(i) + ", past the " +
-                          std::to_string(n) + " tiles of the grid");
-        if (taken[i])
-          throw Error(ErrorCode::OrderNotBijection, stage,
-                      "tile " + tileName(t) + " maps to position " + std::to_string(i) + ", already taken by tile " +
-                          tileName(table[i]));
-        taken[i] = true;
-        table[i] = t;
-      }
+  forEachTile(grid, [&](const Dim3& t) {
+    const uint32_t i = order.linearIndex(t, grid);
+    if (i >= n)
+      throw Error(ErrorCode::OrderNotBijection, stage,
+                  "tile " + tileName(t) + " maps to position " + std::to_string(i) + ", past the " +
+                      std::to_string(n) + " tiles of the grid");
+    if (taken[i])
+      throw Error(ErrorCode::OrderNotBijection, stage,
+                  "tile " + tileName(t) + " maps to position " + std::to_string(i) + ", already taken by tile " +
+                      tileName(table[i]));
+    taken[i] = true;
+    table[i] = t;
+  });
   for (uint32_t i = 0; i < n; ++i)
     if (!taken[i])
       throw Error(ErrorCode::OrderNotBijection, stage, "no tile maps to position " + std::to_string(i));
