@@ -31,8 +31,17 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cudaFree(ptr); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  cudaError_t upload(const std::vector<T>& h) { return cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
-  cudaError_t poison() { return cudaMemset(ptr, 0xFF, n * sizeof(T)); }  // NaN for floats
+  cudaError_t upload(const std::vector<T>& h) {
+    if (h.size() != n) return cudaErrorInvalidValue;
+    const cudaError_t e = cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+    return e != cudaSuccess ? e : cudaDeviceSynchronize();
+  }
+  // NaN for floats. Synchronous: the kernels run on non-blocking streams,
+  // which do not wait for work on the legacy default stream.
+  cudaError_t poison() {
+    const cudaError_t e = cudaMemset(ptr, 0xFF, n * sizeof(T));
+    return e != cudaSuccess ? e : cudaDeviceSynchronize();
+  }
   std::vector<T> download() const {
     std::vector<T> h(n);
     cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
