@@ -1,0 +1,453 @@
+// cusync-bench mlp: the MLP pipelines of kernels/mlp (stream, pdl, rowsync,
+// tilesync, with tile-order choices) against the cuBLAS pipeline PyTorch
+// runs, side by side in one process. Every variant is checked against the
+// cuBLAS result before it is timed. Medians of CUDA-event timings of
+// back-to-back runs after warm-up, best of two alternating rounds. Weights
+// are 2 x 151 MB (GPT-3) or 2 x 90 MB (LLaMA), so every run's working set
+// exceeds the 50 MB L2 without rotation. The peak GEMM rate (a large cuBLAS
+// bf16 GEMM) and memory bandwidth (a large device-to-device copy, bytes read
+// plus written) are measured in the same run for the roofline.
+#include "bench_mlp.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cusync/error.h"
+#include "kernels/mlp/mlp.h"
+
+using namespace cusync_mlp;
+
+namespace {
+
+#define CUDA_OK(x)                                                                            \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "cusync-bench mlp: %s: %s\n", #x, cudaGetErrorString(e_));        \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: cusync-bench mlp [options]\n"
+               "  GPT-3 175B and LLaMA 65B MLP blocks (tensor parallel 8, bf16) through cusync,\n"
+               "  against cuBLASLt (GPT-3: GEMM+GELU epilogue, GEMM; LLaMA: GEMM, SwiGLU kernel, GEMM).\n"
+               "options:\n"
+               "  --model gpt3|llama|both   (default both)\n"
+               "  --tokens LIST             M values, comma separated\n"
+               "                            (default 64,256,512,1024,1536,2048,3072,4096)\n"
+               "  --variant LIST|all        stream, pdl, rowsync, tilesync, cublas; a suffix\n"
+               "                            :rowmajor or :grouped picks the tile order (default all =\n"
+               "                            stream,pdl,rowsync,rowsync:grouped,tilesync,tilesync:rowmajor,cublas)\n"
+               "  --iters N                 timed runs per median (default 30)\n"
+               "  --json FILE               results (default mlp_bench.json)\n"
+               "  --csv FILE                results as CSV (default mlp_bench.csv)\n"
+               "  --check                   check every variant against cuBLAS only, no timing\n"
+               "Prints per M each variant's median ms, speedup over the cuBLAS pipeline and roofline\n"
+               "efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) / time; plot with\n"
+               "tools/plot_mlp.py FILE.json. Needs a Hopper GPU.\n");
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t q = s.find(',', p);
+    if (q == std::string::npos) q = s.size();
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
+
+struct VariantSpec {
+  std::string name;
+  Variant v;
+  Order o;
+};
+
+VariantSpec parseSpec(const std::string& s) {
+  VariantSpec sp{s, Variant::Stream, Order::Auto};
+  const size_t c = s.find(':');
+  sp.v = parseVariant(s.substr(0, c));
+  if (c != std::string::npos) {
+    const std::string o = s.substr(c + 1);
+    if (o == "rowmajor") sp.o = Order::RowMajor;
+    else if (o == "grouped") sp.o = Order::Grouped;
+    else throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp", "unknown order '" + o + "'");
+  }
+  return sp;
+}
+
+__global__ void fillRandom(__nv_bfloat16* p, size_t n, uint64_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + i;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    const float u = (uint32_t(x) >> 8) * (1.f / 16777216.f);
+    p[i] = __float2bfloat16_rn((2.f * u - 1.f) * scale);
+  }
+}
+
+template <class F>
+double medianMs(F&& launch, int iters, cudaStream_t s) {
+  for (int i = 0; i < 5; ++i) launch();
+  std::vector<cudaEvent_t> ev(iters + 1);
+  for (auto& e : ev) CUDA_OK(cudaEventCreate(&e));
+  CUDA_OK(cudaEventRecord(ev[0], s));
+  for (int i = 0; i < iters; ++i) {
+    launch();
+    CUDA_OK(cudaEventRecord(ev[i + 1], s));
+  }
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaGetLastError());
+  std::vector<float> t(iters);
+  for (int i = 0; i < iters; ++i) CUDA_OK(cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]));
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(t.begin(), t.end());
+  return t[iters / 2];
+}
+
+std::vector<float> download(const void* p, size_t n) {
+  std::vector<__nv_bfloat16> h(n);
+  CUDA_OK(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(h[i]);
+  return f;
+}
+
+// ||out - ref|| / ||ref||; infinity when out has a non-finite element.
+double relErr(const std::vector<float>& out, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(out[i])) return INFINITY;
+    num += double(out[i] - ref[i]) * (out[i] - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+// Peak bf16 GEMM rate (TFLOP/s) of cuBLASLt on an 8192^3 GEMM.
+double measurePeakTflops(cudaStream_t s, int iters) {
+  const int n = 8192;
+  __nv_bfloat16 *A, *B, *C;
+  CUDA_OK(cudaMalloc(&A, size_t(n) * n * 2));
+  CUDA_OK(cudaMalloc(&B, size_t(n) * n * 2));
+  CUDA_OK(cudaMalloc(&C, size_t(n) * n * 2));
+  fillRandom<<<1024, 256, 0, s>>>(A, size_t(n) * n, 1, 1.f);
+  fillRandom<<<1024, 256, 0, s>>>(B, size_t(n) * n, 2, 1.f);
+  cublasLtHandle_t h;
+  cublasLtCreate(&h);
+  cublasLtMatmulDesc_t op;
+  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasOperation_t tA = CUBLAS_OP_T, tB = CUBLAS_OP_N;
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof(tA));
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof(tB));
+  cublasLtMatrixLayout_t l;
+  cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, n, n, n);
+  size_t wsBytes = size_t(32) << 20;
+  void* ws;
+  CUDA_OK(cudaMalloc(&ws, wsBytes));
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes));
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  cublasLtMatmulAlgoGetHeuristic(h, op, l, l, l, l, pref, 1, &res, &found);
+  const float one = 1.f, zero = 0.f;
+  double ms = NAN;
+  if (found)
+    ms = medianMs([&] { cublasLtMatmul(h, op, &one, A, l, B, l, &zero, C, l, C, l, &res.algo, ws, wsBytes, s); },
+                  iters, s);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(h);
+  cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(ws);
+  return 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12;
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second), TB/s.
+double measureBandwidthTBs(cudaStream_t s, int iters) {
+  const size_t bytes = size_t(1) << 30;
+  void *a, *b;
+  CUDA_OK(cudaMalloc(&a, bytes));
+  CUDA_OK(cudaMalloc(&b, bytes));
+  CUDA_OK(cudaMemsetAsync(a, 1, bytes, s));
+  const double ms = medianMs([&] { CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); }, iters, s);
+  cudaFree(a), cudaFree(b);
+  return 2.0 * bytes / (ms * 1e-3) / 1e12;
+}
+
+struct Row {
+  std::string model, variant;
+  int64_t M;
+  double ms, speedup, eff, err;
+  bool ok;
+};
+
+}  // namespace
+
+int benchMlp(int argc, char** argv) {
+  std::vector<std::string> models = {"gpt3", "llama"};
+  std::vector<int64_t> tokens = {64, 256, 512, 1024, 1536, 2048, 3072, 4096};
+  std::vector<std::string> variants = {"stream",   "pdl",           "rowsync", "rowsync:grouped",
+                                       "tilesync", "tilesync:rowmajor", "cublas"};
+  int iters = 30;
+  std::string json = "mlp_bench.json", csv = "mlp_bench.csv";
+  bool checkOnly = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "cusync-bench mlp: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    } else if (a == "--model") {
+      const std::string m = next();
+      models = m == "both" ? std::vector<std::string>{"gpt3", "llama"} : split(m);
+    } else if (a == "--tokens") {
+      tokens.clear();
+      for (const auto& t : split(next())) tokens.push_back(std::atoll(t.c_str()));
+    } else if (a == "--variant") {
+      const std::string v = next();
+      if (v != "all") variants = split(v);
+    } else if (a == "--iters") {
+      iters = std::atoi(next().c_str());
+    } else if (a == "--json") {
+      json = next();
+    } else if (a == "--csv") {
+      csv = next();
+    } else if (a == "--check") {
+      checkOnly = true;
+    } else {
+      std::fprintf(stderr, "cusync-bench mlp: unknown option '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  std::vector<VariantSpec> specs;
+  try {
+    for (const auto& m : models) parseModel(m);
+    for (const auto& v : variants) specs.push_back(parseSpec(v));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cusync-bench mlp: %s\n", e.what());
+    return 2;
+  }
+  for (int64_t M : tokens)
+    if (M < 1) {
+      std::fprintf(stderr, "cusync-bench mlp: token counts must be >= 1\n");
+      return 2;
+    }
+  if (iters < 1) iters = 1;
+
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    std::fprintf(stderr,
+                 "cusync-bench mlp: a CUDA GPU (Hopper, sm_90) is needed; without one run the CPU tests: "
+                 "ctest --test-dir build -L cpu\n");
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major != 9) {
+    std::fprintf(stderr, "cusync-bench mlp: needs a Hopper GPU (sm_90); this is %s (sm_%d%d)\n", prop.name,
+                 prop.major, prop.minor);
+    return 2;
+  }
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  double peak = 0, bw = 0;
+  if (!checkOnly) {
+    peak = measurePeakTflops(s, 20);
+    bw = measureBandwidthTBs(s, 20);
+    std::printf("ceilings: cuBLAS bf16 GEMM 8192^3 %.0f TFLOP/s, device copy %.2f TB/s (read + write)\n", peak, bw);
+  }
+  std::fflush(stdout);
+  const int64_t maxM = *std::max_element(tokens.begin(), tokens.end());
+  std::vector<Row> rows;
+  struct Detail {
+    std::string model;
+    int64_t M;
+    std::string configs;
+    double g1, g2, cb1, cb2, roofMs;
+  };
+  std::vector<Detail> details;
+  bool allOk = true;
+
+  for (const auto& mname : models) {
+    const Model model = parseModel(mname);
+    const Dims d = dims(model);
+    __nv_bfloat16 *X, *W1, *W2, *H, *Y;
+    CUDA_OK(cudaMalloc(&X, maxM * d.K1 * 2));
+    CUDA_OK(cudaMalloc(&W1, d.N1 * d.K1 * 2));
+    CUDA_OK(cudaMalloc(&W2, d.N2 * d.K2 * 2));
+    CUDA_OK(cudaMalloc(&H, maxM * d.K2 * 2));
+    CUDA_OK(cudaMalloc(&Y, maxM * d.N2 * 2));
+    fillRandom<<<2048, 256, 0, s>>>(X, maxM * d.K1, 3, 1.f);
+    fillRandom<<<2048, 256, 0, s>>>(W1, d.N1 * d.K1, 4, 1.7f / std::sqrt(float(d.K1)));
+    fillRandom<<<2048, 256, 0, s>>>(W2, d.N2 * d.K2, 5, 1.7f / std::sqrt(float(d.K2)));
+    CUDA_OK(cudaStreamSynchronize(s));
+    Mlp mlp(model, maxM);
+    const Buffers b{X, W1, H, W2, Y};
+    for (int64_t M : tokens) {
+      std::fprintf(stderr, "[mlp] %s M=%lld (%s): checking and timing %zu variants\n", mname.c_str(), (long long)M,
+                   mlp.configs(M).c_str(), specs.size());
+      // Reference: the cuBLAS pipeline.
+      mlp.run(M, b, Variant::Cublas, s);
+      CUDA_OK(cudaStreamSynchronize(s));
+      const std::vector<float> ref = download(Y, M * d.N2);
+      std::vector<double> err(specs.size());
+      std::vector<bool> ok(specs.size());
+      for (size_t i = 0; i < specs.size(); ++i) {
+        try {
+          CUDA_OK(cudaMemsetAsync(Y, 0xFF, M * d.N2 * 2, s));
+          CUDA_OK(cudaMemsetAsync(H, 0xFF, M * d.K2 * 2, s));
+          mlp.run(M, b, specs[i].v, s, specs[i].o);
+          CUDA_OK(cudaStreamSynchronize(s));
+          CUDA_OK(cudaGetLastError());
+          err[i] = relErr(download(Y, M * d.N2), ref);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "[mlp] %s M=%lld %s: %s\n", mname.c_str(), (long long)M, specs[i].name.c_str(),
+                       e.what());
+          err[i] = INFINITY;
+        }
+        ok[i] = err[i] < 2e-2;
+        if (!ok[i]) allOk = false;
+      }
+      const double flops = 2.0 * M * (double(d.K1) * d.N1 + double(d.K2) * d.N2);
+      const double bytes = 2.0 * (double(d.N1) * d.K1 + double(d.N2) * d.K2 + double(M) * d.K1 + double(M) * d.N2);
+      const double roofMs = checkOnly ? 0 : std::max(flops / (peak * 1e12), bytes / (bw * 1e12)) * 1e3;
+      std::vector<double> ms(specs.size(), INFINITY);
+      Detail det{mname, M, mlp.configs(M), NAN, NAN, NAN, NAN, roofMs};
+      if (!checkOnly) {
+        for (int round = 0; round < 2; ++round) {
+          for (size_t i = 0; i < specs.size(); ++i) {
+            if (!ok[i]) continue;
+            const VariantSpec& sp = specs[i];
+            ms[i] = std::min(ms[i], medianMs([&] { mlp.run(M, b, sp.v, s, sp.o); }, iters, s));
+          }
+        }
+        det.g1 = medianMs([&] { mlp.gemm1(M, b, s); }, iters, s);
+        det.g2 = medianMs([&] { mlp.gemm2(M, b, s); }, iters, s);
+        det.cb1 = medianMs([&] { mlp.cublasGemm1(M, b, s); }, iters, s);
+        det.cb2 = medianMs([&] { mlp.cublasGemm2(M, b, s); }, iters, s);
+      }
+      details.push_back(det);
+      double cublasMs = INFINITY;
+      for (size_t i = 0; i < specs.size(); ++i)
+        if (specs[i].v == Variant::Cublas) cublasMs = std::min(cublasMs, ms[i]);
+      if (checkOnly) {
+        for (size_t i = 0; i < specs.size(); ++i)
+          std::printf("%-6s M=%-5lld %-18s err %.2e %s\n", mname.c_str(), (long long)M, specs[i].name.c_str(), err[i],
+                      ok[i] ? "ok" : "FAIL");
+      } else {
+        std::printf("%s M=%lld (tiles %s): ours gemm1 %.3f + gemm2 %.3f = %.3f ms; cuBLAS gemm1 %.3f + gemm2 %.3f "
+                    "ms; roofline %.3f ms\n",
+                    mname.c_str(), (long long)M, det.configs.c_str(), det.g1, det.g2, det.g1 + det.g2, det.cb1, det.cb2,
+                    roofMs);
+        for (size_t i = 0; i < specs.size(); ++i) {
+          if (!ok[i]) {
+            std::printf("  %-18s FAILED check (err %.2e)\n", specs[i].name.c_str(), err[i]);
+            continue;
+          }
+          std::printf("  %-18s %8.3f ms  speedup %5.3f  roofline eff %4.2f  err %.1e\n", specs[i].name.c_str(), ms[i],
+                      cublasMs / ms[i], roofMs / ms[i], err[i]);
+        }
+      }
+      std::fflush(stdout);
+      for (size_t i = 0; i < specs.size(); ++i)
+        rows.push_back({mname, specs[i].name, M, ms[i], checkOnly ? NAN : cublasMs / ms[i],
+                        checkOnly ? NAN : roofMs / ms[i], err[i], bool(ok[i])});
+    }
+    cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y);
+  }
+
+  // Summary: best cusync variant per M, geomean speedups.
+  if (!checkOnly) {
+    std::printf("\nsummary (speedup = best cuBLAS ms / ms; eff = roofline ms / ms)\n");
+    std::printf("%-6s %6s %9s %18s %9s %8s %5s\n", "model", "M", "cublas", "best cusync", "ms", "speedup", "eff");
+    for (const auto& mname : models) {
+      double logSum = 0;
+      int n = 0;
+      for (int64_t M : tokens) {
+        const Row* best = nullptr;
+        const Row* cb = nullptr;
+        for (const Row& r : rows) {
+          if (r.model != mname || r.M != M || !r.ok) continue;
+          if (r.variant.rfind("cublas", 0) == 0) {
+            cb = &r;
+            continue;
+          }
+          if (r.variant == "stream") continue;
+          if (!best || r.ms < best->ms) best = &r;
+        }
+        if (!best || !cb) continue;
+        std::printf("%-6s %6lld %9.3f %18s %9.3f %8.3f %5.2f\n", mname.c_str(), (long long)M, cb->ms,
+                    best->variant.c_str(), best->ms, best->speedup, best->eff);
+        logSum += std::log(best->speedup);
+        ++n;
+      }
+      if (n) std::printf("%-6s geomean speedup of the best cusync variant: %.3f\n", mname.c_str(), std::exp(logSum / n));
+    }
+  }
+
+  if (FILE* f = std::fopen(csv.c_str(), "w")) {
+    std::fprintf(f, "model,M,variant,ms,speedup,roofline_eff,rel_err,ok\n");
+    for (const Row& r : rows)
+      std::fprintf(f, "%s,%lld,%s,%.5f,%.4f,%.4f,%.3e,%d\n", r.model.c_str(), (long long)r.M, r.variant.c_str(), r.ms,
+                   r.speedup, r.eff, r.err, r.ok ? 1 : 0);
+    std::fclose(f);
+  }
+  if (FILE* f = std::fopen(json.c_str(), "w")) {
+    auto num = [](double x) { return std::isfinite(x) ? std::to_string(x) : std::string("null"); };
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"peak_tflops\": %s,\n  \"bandwidth_tbs\": %s,\n  \"iters\": %d,\n",
+                 prop.name, num(peak).c_str(), num(bw).c_str(), iters);
+    std::fprintf(f, "  \"results\": [\n");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::fprintf(f,
+                   "    {\"model\": \"%s\", \"M\": %lld, \"variant\": \"%s\", \"ms\": %s, \"speedup\": %s, "
+                   "\"roofline_eff\": %s, \"rel_err\": %s, \"ok\": %s}%s\n",
+                   r.model.c_str(), (long long)r.M, r.variant.c_str(), num(r.ms).c_str(), num(r.speedup).c_str(),
+                   num(r.eff).c_str(), num(r.err).c_str(), r.ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "  ],\n  \"singles\": [\n");
+    for (size_t i = 0; i < details.size(); ++i) {
+      const Detail& t = details[i];
+      std::fprintf(f,
+                   "    {\"model\": \"%s\", \"M\": %lld, \"configs\": \"%s\", \"ours_gemm1_ms\": %s, "
+                   "\"ours_gemm2_ms\": %s, \"cublas_gemm1_ms\": %s, \"cublas_gemm2_ms\": %s, \"roofline_ms\": %s}%s\n",
+                   t.model.c_str(), (long long)t.M, t.configs.c_str(), num(t.g1).c_str(), num(t.g2).c_str(),
+                   num(t.cb1).c_str(), num(t.cb2).c_str(), num(t.roofMs).c_str(), i + 1 < details.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+    std::printf("wrote %s and %s\n", json.c_str(), csv.c_str());
+  }
+  cudaStreamDestroy(s);
+  if (!allOk) {
+    std::fprintf(stderr, "cusync-bench mlp: some variants FAILED their check against cuBLAS\n");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,107 @@
+// Host-only plan of the MLP pipelines: model dimensions, and for each synced
+// variant the two GEMM stages' grids, tiles, persistent block counts, tile
+// orders and flags. The GPU library (mlp.cu) and the CPU emulator test
+// (tests/mlp_emu_test.cpp) build their stages from the same plan, so the
+// emulator checks the very configuration the GPU runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cusync/optimizations.h"
+#include "cusync/policies.h"
+#include "cusync/stage.h"
+#include "cusync/tile_order.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/mlp/mlp.h"
+#include "kernels/mlp/whole_sync.h"
+
+namespace cusync_mlp {
+
+struct GemmPlan {
+  cusync_gemm::GemmArgs args;  // shapes, epilogue and resolved config (pointers unset)
+  cusync::Dim3 grid;           // stage grid (x over output column tiles, y over row tiles)
+  cusync::Dim3 tile;           // stage tile {output columns, rows, BK}
+  uint32_t blocks = 0;         // persistent blocks: min(SMs, tiles)
+  Order order = Order::Grouped;
+  int opts = cusync::NoOptimization;
+};
+
+struct PairPlan {
+  GemmPlan g1, g2;
+};
+
+// The tile order a variant uses when the caller asks for Order::Auto.
+//  - rowsync: row-major producer and consumer, so that whole producer rows
+//    finish in the first waves and the consumer's first tiles read them;
+//  - tilesync and pdl: the GEMM's own grouped order (bands of 8 row tiles
+//    walked by column; keeps the weights in L2); a TileSync consumer can
+//    start its k-loop on the producer's first column tiles.
+inline Order resolveOrder(Variant v, Order o) {
+  if (o != Order::Auto) return o;
+  return v == Variant::RowSync ? Order::RowMajor : Order::Grouped;
+}
+
+inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms) {
+  const Dims d = dims(model);
+  PairPlan p;
+  const Order o = resolveOrder(v, order);
+  cusync_gemm::GemmArgs& a1 = p.g1.args;
+  a1.M = M;
+  a1.N = d.N1;
+  a1.K = d.K1;
+  a1.epilogue = model == Model::GPT3 ? cusync_gemm::Epilogue::Gelu : cusync_gemm::Epilogue::SwiGLU;
+  a1.config = cusync_gemm::chooseConfig(M, d.N1, d.K1, sms);
+  cusync_gemm::GemmArgs& a2 = p.g2.args;
+  a2.M = M;
+  a2.N = d.N2;
+  a2.K = d.K2;
+  a2.epilogue = cusync_gemm::Epilogue::Identity;
+  a2.config = cusync_gemm::chooseConfig(M, d.N2, d.K2, sms);
+  // The synced pairs use the 128-row configurations (one tile = one post);
+  // a split-K choice of the heuristic falls back to 128x128.
+  for (cusync_gemm::GemmArgs* a : {&a1, &a2})
+    if (a->config != cusync_gemm::TileConfig::T128x256 && a->config != cusync_gemm::TileConfig::T128x128)
+      a->config = cusync_gemm::TileConfig::T128x128;
+  for (GemmPlan* g : {&p.g1, &p.g2}) {
+    g->grid = cusync_gemm::stageGrid(g->args, g->args.config);
+    g->tile = cusync_gemm::stageTile(g->args.config);
+    const uint32_t tiles = g->grid.count();
+    g->blocks = tiles < static_cast<uint32_t>(sms) ? tiles : static_cast<uint32_t>(sms);
+    g->order = o;
+  }
+  // SwiGLU halves the columns: a producer tile of BN accumulator columns
+  // writes BN / 2 output columns, which is what the consumer reads.
+  if (model == Model::LLaMA) p.g1.tile.x /= 2;
+  // TileSync: one writer per semaphore, so the post is a plain store.
+  if (v == Variant::TileSync) p.g1.opts |= cusync::NoAtomicAdd;
+  // The GEMM always loads B (weights) before waiting for A.
+  p.g2.opts |= cusync::ReorderTileLoads;
+  return p;
+}
+
+template <class StageT>
+void applyOrder(StageT& s, Order o) {
+  if (o == Order::RowMajor)
+    s.setOrder(cusync::RowMajorOrder{});
+  else
+    s.setOrder(cusync::GroupedOrder{8});
+}
+
+// The stage pair of a synced variant, with policy P on the edge.
+template <class P, class Memory = cusync::DeviceMemory>
+struct StagePair {
+  cusync::Stage<cusync::policy::NoSync, P, Memory> prod;
+  cusync::Stage<P, cusync::policy::NoSync, Memory> cons;
+  PairPlan plan;
+  explicit StagePair(const PairPlan& pl)
+      : prod("mlp-gemm1", pl.g1.grid, pl.g1.tile, {}, P{}, pl.g1.opts),
+        cons("mlp-gemm2", pl.g2.grid, pl.g2.tile, P{}, {}, pl.g2.opts),
+        plan(pl) {
+    applyOrder(prod, pl.g1.order);
+    applyOrder(cons, pl.g2.order);
+    cusync::pair(prod, cons);
+  }
+};
+
+}  // namespace cusync_mlp

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Plot `cusync-bench mlp` results: speedup over the cuBLAS pipeline per M per
+variant, one panel per model, like the figures of the cuSync paper.
+
+    tools/plot_mlp.py mlp_bench.json [-o mlp_speedup.png]
+"""
+import argparse
+import json
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", help="file written by cusync-bench mlp --json")
+    ap.add_argument("-o", "--output", default="mlp_speedup.png")
+    args = ap.parse_args()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(args.json) as f:
+        data = json.load(f)
+    rows = [r for r in data["results"] if r["ok"] and r["speedup"] is not None]
+    models = sorted({r["model"] for r in rows})
+    if not models:
+        sys.exit("plot_mlp: no results with timings in " + args.json)
+    fig, axes = plt.subplots(1, len(models), figsize=(7 * len(models), 4.2), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        mr = [r for r in rows if r["model"] == model]
+        Ms = sorted({r["M"] for r in mr})
+        variants = [v for v in dict.fromkeys(r["variant"] for r in mr) if not v.startswith("cublas")]
+        width = 0.8 / max(1, len(variants))
+        for i, v in enumerate(variants):
+            ys = []
+            for M in Ms:
+                hit = [r["speedup"] for r in mr if r["M"] == M and r["variant"] == v]
+                ys.append(hit[0] if hit else 0)
+            xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(Ms))]
+            ax.bar(xs, ys, width, label=v)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(Ms)))
+        ax.set_xticklabels([str(M) for M in Ms])
+        ax.set_xlabel("tokens M")
+        ax.set_ylabel("speedup over cuBLAS pipeline")
+        ax.set_title("%s MLP, %s" % ("GPT-3 175B" if model == "gpt3" else "LLaMA 65B", data.get("device", "")))
+        ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(args.output, dpi=120)
+    print("wrote", args.output)
+
+
+if __name__ == "__main__":
+    main()
