@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "bench_gemm.h"
+#include "bench_mlp.h"
 
 static void usage(FILE* f) {
   std::fprintf(f,
@@ -12,6 +13,8 @@ static void usage(FILE* f) {
                "         (bf16, B as [N, K]), M in {64, 256, 512, 1024, 2048, 4096}\n"
                "         options: --m LIST (comma separated), --iters N (default 50),\n"
                "                  --config auto|128x128|128x256, --csv FILE (default gemm_bench.csv)\n"
+               "  mlp    GPT-3 / LLaMA MLP blocks: stream, pdl, rowsync, tilesync against cuBLAS\n"
+               "         (cusync-bench mlp --help for its options)\n"
                "  help   this text\n");
 }
 
@@ -21,6 +24,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "gemm")) return benchGemm(argc - 2, argv + 2);
+  if (!std::strcmp(argv[1], "mlp")) return benchMlp(argc - 2, argv + 2);
   std::fprintf(stderr, "cusync-bench: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

@@ -181,7 +181,7 @@ void runModel(Model model) {
         CK(cudaMemsetAsync(Y, 0xFF, M * d.N2 * 2, s));
         mlp.run(M, b, c.v, s, c.o);
         check("eager", e);
-        if (HasFailure()) break;
+        if (::testing::Test::HasFailure()) break;
       }
       // Graph replays (the pipeline captured once, replayed; the stages'
       // run counters keep advancing across eager runs and replays).
@@ -197,7 +197,7 @@ void runModel(Model model) {
         CK(cudaMemsetAsync(Y, 0xFF, M * d.N2 * 2, s));
         CK(cudaGraphLaunch(ge, s));
         check("graph", e);
-        if (HasFailure()) break;
+        if (::testing::Test::HasFailure()) break;
       }
       cudaGraphExecDestroy(ge);
       cudaGraphDestroy(g);
@@ -205,9 +205,9 @@ void runModel(Model model) {
       CK(cudaMemsetAsync(Y, 0xFF, M * d.N2 * 2, s));
       mlp.run(M, b, c.v, s, c.o);
       check("eager after graph", 0);
-      if (HasFailure()) break;
+      if (::testing::Test::HasFailure()) break;
     }
-    if (HasFailure()) break;
+    if (::testing::Test::HasFailure()) break;
   }
   cudaStreamDestroy(s);
   for (void* p : {(void*)X, (void*)W1, (void*)W2, (void*)H, (void*)Y, (void*)Href, (void*)G, (void*)Yf}) cudaFree(p);
