@@ -48,7 +48,8 @@ void usage(FILE* f) {
                "                            (default 64,256,512,1024,1536,2048,3072,4096)\n"
                "  --variant LIST|all        stream, pdl, rowsync, tilesync, cublas; a suffix\n"
                "                            :rowmajor or :grouped picks the tile order (default all =\n"
-               "                            stream,pdl,rowsync,rowsync:grouped,tilesync,tilesync:rowmajor,cublas)\n"
+               "                            stream,pdl,rowsync,rowsync:grouped,tilesync,tilesync:rowmajor,cublas);\n"
+               "                            a suffix @serial launches a synced variant without PDL\n"
                "  --iters N                 timed runs per median (default 30)\n"
                "  --json FILE               results (default mlp_bench.json)\n"
                "  --csv FILE                results as CSV (default mlp_bench.csv)\n"
@@ -74,14 +75,23 @@ struct VariantSpec {
   std::string name;
   Variant v;
   Order o;
+  bool pdl = true;
 };
 
 VariantSpec parseSpec(const std::string& s) {
   VariantSpec sp{s, Variant::Stream, Order::Auto};
-  const size_t c = s.find(':');
-  sp.v = parseVariant(s.substr(0, c));
+  std::string base = s;
+  const size_t at = base.find('@');
+  if (at != std::string::npos) {
+    if (base.substr(at + 1) != "serial")
+      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp", "unknown launch '" + base.substr(at + 1) + "'");
+    sp.pdl = false;
+    base = base.substr(0, at);
+  }
+  const size_t c = base.find(':');
+  sp.v = parseVariant(base.substr(0, c));
   if (c != std::string::npos) {
-    const std::string o = s.substr(c + 1);
+    const std::string o = base.substr(c + 1);
     if (o == "rowmajor") sp.o = Order::RowMajor;
     else if (o == "grouped") sp.o = Order::Grouped;
     else throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp", "unknown order '" + o + "'");
@@ -322,7 +332,7 @@ int benchMlp(int argc, char** argv) {
         try {
           CUDA_OK(cudaMemsetAsync(Y, 0xFF, M * d.N2 * 2, s));
           CUDA_OK(cudaMemsetAsync(H, 0xFF, M * d.K2 * 2, s));
-          mlp.run(M, b, specs[i].v, s, specs[i].o);
+          mlp.run(M, b, specs[i].v, s, specs[i].o, specs[i].pdl);
           CUDA_OK(cudaStreamSynchronize(s));
           CUDA_OK(cudaGetLastError());
           err[i] = relErr(download(Y, M * d.N2), ref);
@@ -344,7 +354,7 @@ int benchMlp(int argc, char** argv) {
           for (size_t i = 0; i < specs.size(); ++i) {
             if (!ok[i]) continue;
             const VariantSpec& sp = specs[i];
-            ms[i] = std::min(ms[i], medianMs([&] { mlp.run(M, b, sp.v, s, sp.o); }, iters, s));
+            ms[i] = std::min(ms[i], medianMs([&] { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s));
           }
         }
         det.g1 = medianMs([&] { mlp.gemm1(M, b, s); }, iters, s);

@@ -10,7 +10,7 @@ b=/tmp/build-mlp-gpu
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$out/gpu.txt"
 date -u +%Y-%m-%dT%H:%MZ | tee -a "$out/gpu.txt"
 t0=$(date +%s)
-cmake -S "$root" -B $b -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCUSYNC_BOUNDED_WAIT=ON >"$out/build.log" 2>&1 &&
+cmake -S "$root" -B $b -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCUSYNC_BOUNDED_WAIT=${BOUNDED_WAIT:-ON} >"$out/build.log" 2>&1 &&
   ninja -C $b -j16 mlp_emu_test mlp_gpu_test cusync-bench >>"$out/build.log" 2>&1 || { grep -E "error|FAILED" "$out/build.log" | head -30; echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 timeout 60 $b/kernels/mlp/mlp_emu_test 2>&1 | tail -3 | tee "$out/emu_test.log"

@@ -69,11 +69,14 @@ void launchEx(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_
 // Launches stage `st` (bf16, B as [N, K]) with configuration a.config
 // (resolved) at the given position of a LaunchMode::Pdl pipeline.
 template <class StageT>
-void launchStage(const GemmArgs& a, const StageT& st, uint32_t blocks, unsigned position, cudaStream_t s) {
+void launchStage(const GemmArgs& a, const StageT& st, uint32_t blocks, unsigned position, cudaStream_t s,
+                 cusync::LaunchMode mode = cusync::LaunchMode::Pdl) {
+  if (mode != cusync::LaunchMode::Pdl && mode != cusync::LaunchMode::Serial)
+    throw cusync::Error(cusync::ErrorCode::LaunchModeUnsupported, st.name(), "the MLP launches in pdl or serial mode");
   using In = typename StageT::In;
   using Out = typename StageT::Out;
   cusync_gemm::checkArgs(a);
-  const cusync::Placement pl = cusync::place(cusync::LaunchMode::Pdl, position, st.isConsumer(), st.opts());
+  const cusync::Placement pl = cusync::place(mode, position, st.isConsumer(), st.opts());
   const auto view = st.view(blocks);
   const bool is256 = a.config == TileConfig::T128x256;
   if (a.config != TileConfig::T128x256 && a.config != TileConfig::T128x128)

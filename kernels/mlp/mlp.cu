@@ -230,7 +230,7 @@ int64_t Mlp::maxM() const { return impl_->maxM; }
 
 void Mlp::prepare(int64_t M, Variant v, Order o) { impl_->prepare(M, v, o); }
 
-void Mlp::run(int64_t M, const Buffers& b, Variant v, cudaStream_t s, Order o) {
+void Mlp::run(int64_t M, const Buffers& b, Variant v, cudaStream_t s, Order o, bool pdl) {
   Impl& m = *impl_;
   m.checkM(M);
   if (!b.X || !b.W1 || !b.H || !b.W2 || !b.Y) bad("null buffer");
@@ -244,7 +244,9 @@ void Mlp::run(int64_t M, const Buffers& b, Variant v, cudaStream_t s, Order o) {
       m.cublas1(M, b, s);
       m.ltRun(m.ltPlan(M, 2, false), b.W2, b.H, b.Y, s);
       return;
-    default: m.pair(M, v, o, false)->launch(b, s); return;
+    default:
+      m.pair(M, v, o, false)->launch(b, s, pdl ? cusync::LaunchMode::Pdl : cusync::LaunchMode::Serial);
+      return;
   }
 }
 

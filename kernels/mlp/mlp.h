@@ -101,7 +101,10 @@ class Mlp {
   void prepare(int64_t M, Variant v, Order o = Order::Auto);
 
   // Enqueues one MLP on `stream`. Throws cusync::Error on bad arguments.
-  void run(int64_t M, const Buffers& b, Variant v, cudaStream_t stream, Order o = Order::Auto);
+  // pdl = false launches a synced variant's stages without the PDL attribute
+  // (LaunchMode::Serial: GEMM2 starts after GEMM1 ends, its waits succeed at
+  // once), to measure what the early launch itself gains or costs.
+  void run(int64_t M, const Buffers& b, Variant v, cudaStream_t stream, Order o = Order::Auto, bool pdl = true);
 
   // The two GEMMs alone (our kernel, no synchronization), for analysis.
   void gemm1(int64_t M, const Buffers& b, cudaStream_t stream);

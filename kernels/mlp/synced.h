@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cusync/launch_mode.h"
 #include "kernels/mlp/mlp.h"
 #include "kernels/mlp/mlp_plan.h"
 
@@ -15,7 +16,7 @@ class SyncedPair {
  public:
   virtual ~SyncedPair() = default;
   // GEMM1 then GEMM2 on one stream, LaunchMode::Pdl placement.
-  virtual void launch(const Buffers& b, cudaStream_t s) = 0;
+  virtual void launch(const Buffers& b, cudaStream_t s, cusync::LaunchMode mode) = 0;
 };
 
 std::unique_ptr<SyncedPair> makeWholeSyncPair(const PairPlan& p);

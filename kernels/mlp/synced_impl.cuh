@@ -10,7 +10,7 @@ template <class P>
 class SyncedPairImpl final : public SyncedPair {
  public:
   explicit SyncedPairImpl(const PairPlan& p) : st_(p) {}
-  void launch(const Buffers& b, cudaStream_t s) override {
+  void launch(const Buffers& b, cudaStream_t s, cusync::LaunchMode mode) override {
     cusync_gemm::GemmArgs a1 = st_.plan.g1.args;
     a1.A = b.X;
     a1.B = b.W1;
@@ -19,8 +19,8 @@ class SyncedPairImpl final : public SyncedPair {
     a2.A = b.H;
     a2.B = b.W2;
     a2.C = b.Y;
-    launchStage(a1, st_.prod, st_.plan.g1.blocks, 0, s);
-    launchStage(a2, st_.cons, st_.plan.g2.blocks, 1, s);
+    launchStage(a1, st_.prod, st_.plan.g1.blocks, 0, s, mode);
+    launchStage(a2, st_.cons, st_.plan.g2.blocks, 1, s, mode);
   }
 
  private:
