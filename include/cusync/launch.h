@@ -66,15 +66,29 @@ class Pipeline {
 
   LaunchMode mode() const { return mode_; }
 
+  // Launches `kernel(view, args...)` for `stage`; the kernel's first
+  // parameter must be the stage's View.
   template <class StageT, class... KParams, class... Args>
   void launch(const StageT& stage, void (*kernel)(typename StageT::View, KParams...), const LaunchShape& shape,
               Args&&... args) {
+    launchWith(stage, shape, [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view) {
+      return cudaLaunchKernelEx(&cfg, kernel, view, std::forward<Args>(args)...);
+    });
+  }
+
+  // For kernels with any signature: places the stage (stream, priority,
+  // programmatic attribute, wait kernel) and calls
+  //   launcher(const cudaLaunchConfig_t& config, const StageT::View& view) -> cudaError_t
+  // which must launch with that config (cudaLaunchKernelEx) and pass the view.
+  template <class StageT, class Launcher>
+  void launchWith(const StageT& stage, const LaunchShape& shape, Launcher&& launcher) {
     const uint32_t blocks = shape.grid.x * shape.grid.y * shape.grid.z;
+    if (blocks == 0) throw Error(ErrorCode::GridMismatch, stage.name(), "launch has no blocks");
     if (!shape.persistent && blocks != stage.numTiles())
       throw Error(ErrorCode::GridMismatch, stage.name(),
                   "launch has " + std::to_string(blocks) + " blocks for " + std::to_string(stage.numTiles()) +
                       " tiles (set LaunchShape::persistent for a persistent grid)");
-    if (blocks == 0) throw Error(ErrorCode::GridMismatch, stage.name(), "launch has no blocks");
+    const typename StageT::View view = stage.view(shape.persistent ? blocks : 0);
     const Placement p = place(mode_, position_++, stage.isConsumer(), stage.opts());
     cudaStream_t s = streamFor(p, stage.name());
     const int priority = priorityFor(p, stage.name());
@@ -106,9 +120,7 @@ class Pipeline {
     cfg.stream = s;
     cfg.attrs = attrs;
     cfg.numAttrs = n;
-    cudaCheck(cudaLaunchKernelEx(&cfg, kernel, stage.view(shape.persistent ? blocks : 0),
-                                 std::forward<Args>(args)...),
-              "launch", stage.name());
+    cudaCheck(launcher(static_cast<const cudaLaunchConfig_t&>(cfg), view), "launch", stage.name());
   }
 
   // Ends one run: joins the side streams back into the caller's stream.

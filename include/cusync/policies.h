@@ -22,3 +22,4 @@
 #include "cusync/policy/row_sync.h"
 #include "cusync/policy/strided_tile_sync.h"
 #include "cusync/policy/tile_sync.h"
+#include "cusync/policy/whole_sync.h"

@@ -198,6 +198,15 @@ TEST(Policies, Conv2DTileSyncCoversTheFilterHalo) {
       }
 }
 
+TEST(Policies, WholeSyncWaitsOnceForEverything) {
+  for (const auto& s : gemmShapes()) {
+    checkCoverage(policy::WholeSync{}, s.cons, s.prod, gemmReads(), false);
+    checkCoverage(policy::WholeSync{}, s.cons, s.prod, gemmReads(), false, s.cons.tile.z);
+    checkPairs(policy::WholeSync{}, s.cons, s.prod);
+    EXPECT_EQ(policy::WholeSync{}.waitValue(0, s.prod), s.prod.grid.count());
+  }
+}
+
 TEST(Policies, NoSyncNeverWaits) {
   const auto s = gemmShapes().front();
   EXPECT_TRUE(policy::NoSync{}.waitSpan(Read{}, s.cons, s.prod).empty());

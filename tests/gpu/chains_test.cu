@@ -182,6 +182,38 @@ TEST(GpuChain, AvoidWaitKernelWhenEverythingFitsInOneWave) {
   }
 }
 
+TEST(GpuLaunch, LaunchWithTakesAnyKernelSignature) {
+  REQUIRE_GPU();
+  // The pipeline places the stage; the caller launches with its config.
+  for (LaunchMode mode : {LaunchMode::Streams, LaunchMode::Pdl}) {
+    SCOPED_TRACE(toString(mode));
+    const int M = 96, K1 = 64, N1 = 256, N2 = 64;
+    const Dim3 tile(kTile, kTile, kTile);
+    Stage<policy::NoSync, policy::TileSync> s1("gemm1", Dim3(N1 / kTile, M / kTile), tile);
+    Stage<policy::TileSync, policy::NoSync> s2("gemm2", Dim3(N2 / kTile, M / kTile), tile);
+    pair(s1, s2);
+    std::mt19937 rng(9);
+    DeviceBuffer<float> A(M * K1), B1(K1 * N1), B2(N1 * N2), C1(M * N1), C2(M * N2);
+    const auto hA = randomFloats(A.n, rng), hB1 = randomFloats(B1.n, rng), hB2 = randomFloats(B2.n, rng);
+    CUDA_OK(A.upload(hA));
+    CUDA_OK(B1.upload(hB1));
+    CUDA_OK(B2.upload(hB2));
+    CUDA_OK(C2.poison());
+    Pipeline pipe(mode);
+    const dim3 block(kTile, kTile);
+    pipe.launchWith(s1, LaunchShape{dim3(s1.numTiles()), block}, [&](const cudaLaunchConfig_t& cfg, const auto& v) {
+      return cudaLaunchKernelEx(&cfg, tiledGemm<decltype(s1)::View>, v, A.ptr, B1.ptr, C1.ptr, M, N1, K1, K1);
+    });
+    pipe.launchWith(s2, LaunchShape{dim3(s2.numTiles()), block}, [&](const cudaLaunchConfig_t& cfg, const auto& v) {
+      return cudaLaunchKernelEx(&cfg, tiledGemm<decltype(s2)::View>, v, C1.ptr, B2.ptr, C2.ptr, M, N2, N1, N1);
+    });
+    pipe.finish();
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<double> dA(hA.begin(), hA.end());
+    EXPECT_LT(relativeError(C2.download(), hostGemm(hostGemm(dA, hB1, M, N1, K1, K1), hB2, M, N2, N1, N1)), 1e-5);
+  }
+}
+
 TEST(GpuLaunch, GridMismatchIsRejected) {
   REQUIRE_GPU();
   Stage<policy::NoSync, policy::TileSync> s1("gemm1", Dim3(4, 4), Dim3(kTile, kTile, kTile));
