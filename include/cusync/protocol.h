@@ -10,7 +10,7 @@
 //   uint32_t loadAcquire(p)              gpu-scope acquire load
 //   void storeRelease(p, v)              gpu-scope release store
 //   void addRelease(p, v)                gpu-scope release fetch-add
-//   void fenceGpu()                      gpu-scope fence
+//   void fenceGpu()                      gpu-scope fence (the original API's post uses it)
 //   void fenceProxyAsync()               order generic-proxy acquires before async-proxy (TMA) reads
 //   void triggerDependents()             let a programmatically dependent launch start
 //   void onSpin(info, spins)             called on every unsuccessful poll: back off, bound, report
@@ -118,12 +118,13 @@ CUSYNC_HD void wait(const V& v, const TileWork& w, const Read& r, uint32_t input
 // One thread publishes the tile. The caller must already have ordered every
 // store of the tile before this thread (a barrier over the storing threads;
 // for TMA stores, cp.async.bulk.wait_group 0 in the issuing thread first).
+// No separate fence: a gpu-scope release is cumulative, so it also publishes
+// the stores the barrier ordered before it.
 template <class B, class V>
 CUSYNC_HD void postElected(const V& v, const TileWork& w) {
   if constexpr (!policy::isNoSync<typename V::Out>) {
     const uint32_t sem = v.out.tileIndex(w.tile, v.shape);
     const uint32_t value = v.out.postValue(w.tile, v.shape);
-    B::fenceGpu();
     if (v.opts & NoAtomicAdd)
       B::storeRelease(v.postSems + sem, w.run * value);
     else
