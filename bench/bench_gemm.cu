@@ -158,6 +158,7 @@ int benchGemm(int argc, char** argv) {
   std::vector<int64_t> ms = {64, 256, 512, 1024, 2048, 4096};
   int iters = 50;
   TileConfig cfg = TileConfig::Auto;
+  int splitK = 0;
   std::string csv = "gemm_bench.csv";
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -175,11 +176,17 @@ int benchGemm(int argc, char** argv) {
       while (std::getline(ss, t, ',')) ms.push_back(std::stoll(t));
     } else if (a == "--iters") {
       iters = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--splitk") {
+      splitK = std::max(0, std::atoi(next().c_str()));
     } else if (a == "--csv") {
       csv = next();
     } else if (a == "--config") {
       const std::string c = next();
-      cfg = c == "128x128" ? TileConfig::T128x128 : c == "128x256" ? TileConfig::T128x256 : TileConfig::Auto;
+      cfg = c == "128x128"         ? TileConfig::T128x128
+            : c == "128x256"       ? TileConfig::T128x256
+            : c == "64x128-splitk" ? TileConfig::T64x128SplitK
+            : c == "64x256-splitk" ? TileConfig::T64x256SplitK
+                                   : TileConfig::Auto;
     } else {
       std::fprintf(stderr, "cusync-bench gemm: unknown option '%s'\n", a.c_str());
       return 2;
@@ -228,8 +235,12 @@ int benchGemm(int argc, char** argv) {
         CUDA_OK(cudaMemsetAsync(C2[c], 0xFF, cBytes, s));
       }
       GemmArgs g;
-      g.M = M, g.N = N, g.K = K, g.config = cfg;
+      g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK;
       const TileConfig used = resolveConfig(g, prop.multiProcessorCount);
+      std::string usedName = toString(used);
+      if (used == TileConfig::T64x128SplitK || used == TileConfig::T64x256SplitK)
+        usedName = std::string(used == TileConfig::T64x128SplitK ? "64x128" : "64x256") + "/s" +
+                   std::to_string(splitCount(g, used, prop.multiProcessorCount));
       auto ours = [&](int i) {
         GemmArgs a = g;
         a.A = A[i % copies], a.B = B[i % copies], a.C = C[i % copies];
@@ -275,10 +286,10 @@ int benchGemm(int argc, char** argv) {
       const bool miss = ratio > target;
       misses += miss;
       std::printf("%-11s %5lld %6lld %6lld %8s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e%s\n", sh.name, (long long)M,
-                  (long long)N, (long long)K, toString(used), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9, ratio,
+                  (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9, ratio,
                   eO, eC, miss ? "  MISS" : "");
       std::fprintf(out, "%s,%lld,%lld,%lld,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%.3e,%.3e\n", sh.name, (long long)M,
-                   (long long)N, (long long)K, toString(used), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9,
+                   (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9,
                    ratio, eO, eC);
       std::fflush(stdout);
       for (int c = 0; c < copies; ++c) {

@@ -45,7 +45,14 @@ enum class Epilogue { Identity, Bias, Gelu, SwiGLU, Residual };
 constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 8) + (f % 8) + (up ? 8 : 0); }
 
 // Tile configurations. Auto lets the heuristic choose.
-enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK };
+//   T64x128SplitK: 64x128 tiles, K split into GemmArgs::splitK parts (0: the
+//   heuristic's splitCount()), so that small M keeps every SM busy. Work units
+//   (tile, split) are dispensed in the stage's tile order; the last split of a
+//   tile adds the others' fp32 partials in split order (deterministic), applies
+//   the epilogue and posts the tile once. Uses a per-stage device workspace
+//   (tiles x (splits - 1) x 32 KiB), allocated on first use and kept.
+//   T64x256SplitK: the same with 64x256 tiles (less A traffic per B byte).
+enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK };
 
 struct GemmArgs {
   int64_t M = 0, N = 0, K = 0;
@@ -58,6 +65,7 @@ struct GemmArgs {
   const void* bias = nullptr;      // [N], type of C
   const void* residual = nullptr;  // [M, N], type of C
   TileConfig config = TileConfig::Auto;
+  int splitK = 0;  // T64x128SplitK / T64x256SplitK only: number of K splits (clamped to [1, ceil(K / 64)]); 0 = heuristic
 };
 
 struct TileShape {
@@ -70,7 +78,21 @@ TileShape tileShape(TileConfig c);
 
 // The heuristic: a configuration for this shape on a GPU with numSMs SMs.
 // Never returns Auto.
+// chooseConfig(M, N, K, SMs): the 128-row configurations only (T128x128,
+// T128x256), as before split K existed, for launchers that handle only those.
+// chooseConfig(..., allowSplitK = true): the full heuristic, which also picks
+// T64x128SplitK where 128-row tiles cannot fill the SMs (small M); Auto in
+// resolveConfig() and gemm() uses it.
 TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs);
+TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK);
+
+// K splits of a T64x128SplitK launch: a.splitK if set (clamped to the number
+// of 64-wide k-blocks), else the count that best fills numSMs SMs.
+// splitCount(a, c, SMs): the same for configuration c (1 unless c splits K).
+// chooseSplits: the heuristic's count for tiles 64 x bn (bn = 128 or 256).
+uint32_t splitCount(const GemmArgs& a, int numSMs);
+uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs);
+uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn = 128);
 
 // Throws cusync::Error(InvalidArgument) naming the first problem: bad shapes,
 // null or misaligned pointers, an epilogue without its operands, a
@@ -84,6 +106,11 @@ TileConfig resolveConfig(const GemmArgs& a, int numSMs);
 // tiles, y over M tiles; tile = {BN, BM, BK}. Create the cusync::Stage with these.
 cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c);
 cusync::Dim3 stageTile(TileConfig c);
+
+// Blocks of a persistent launch of `a` with configuration c (resolved):
+// min(SMs, work units), work units = tiles (x splits for T64x128SplitK).
+// A stage's view() must always be taken with this count.
+uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 
 // The tile order gemm() uses for its own stages (bands of tile rows walked by
 // column, see cusync/tile_order.h).

@@ -4,7 +4,11 @@
 
 #include <mutex>
 #include <string>
+#include <algorithm>
 #include <deque>
+#include <map>
+#include <tuple>
+#include <vector>
 
 #include "cusync/error.h"
 #include "kernels/gemm/detail/host.h"
@@ -23,6 +27,7 @@ const char* toString(TileConfig c) {
     case TileConfig::T128x128: return "128x128";
     case TileConfig::T128x256: return "128x256";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
+    case TileConfig::T64x256SplitK: return "64x256-splitk";
   }
   return "?";
 }
@@ -43,16 +48,55 @@ TileShape tileShape(TileConfig c) {
     case TileConfig::T128x128: return {128, 128, 64};
     case TileConfig::T128x256: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
+    case TileConfig::T64x256SplitK: return {64, 256, 64};
     case TileConfig::Auto: break;
   }
   bad("tileShape: configuration 'auto' has no shape; resolve it first");
 }
 
-bool configImplemented(TileConfig c) { return c == TileConfig::T128x128 || c == TileConfig::T128x256; }
+bool configImplemented(TileConfig c) {
+  return c == TileConfig::T128x128 || c == TileConfig::T128x256 || c == TileConfig::T64x128SplitK ||
+         c == TileConfig::T64x256SplitK;
+}
 
-TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) {
-  (void)K;
+namespace {
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int kSplitMax = 32;  // caller overrides are clamped to this
+}  // namespace
+
+// Measured on the H100 (kernels/gemm/NOTES.md, v4): splitting K costs time of
+// its own (S = 3..11 ran 1.2-2.5x cuBLAS where S = 1 ran 0.96-1.13x at M = 64),
+// and S = 2 paid only where the tiles fill under a third of the SMs (gpt3-qkv
+// 1.12 -> 1.02, llama-qkv 1.49 -> 1.13). So: two splits there when each keeps
+// at least 16 k-blocks, else one.
+uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+  if (M < 1 || N < 1 || K < 1 || numSMs < 1) bad("chooseSplits: M, N, K and the SM count must be positive");
+  if (bn != 128 && bn != 256) bad("chooseSplits: tile width must be 128 or 256");
+  const int64_t tiles = cdiv(M, 64) * cdiv(N, bn);
+  const int64_t kIters = cdiv(K, 64);
+  return (kIters >= 32 && 3 * tiles <= numSMs) ? 2u : 1u;
+}
+
+uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
+  if (c != TileConfig::T64x128SplitK && c != TileConfig::T64x256SplitK) return 1;
+  const int64_t kIters = cdiv(a.K, 64);
+  if (a.splitK > 0) return static_cast<uint32_t>(std::min<int64_t>(std::min<int64_t>(a.splitK, kIters), kSplitMax));
+  return chooseSplits(a.M, a.N, a.K, numSMs, tileShape(c).bn);
+}
+
+uint32_t splitCount(const GemmArgs& a, int numSMs) { return splitCount(a, resolveConfig(a, numSMs), numSMs); }
+
+uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
+  const cusync::Dim3 g = stageGrid(a, c);
+  const uint64_t units = static_cast<uint64_t>(g.count()) * splitCount(a, c, numSMs);
+  return static_cast<uint32_t>(std::min<uint64_t>(units, static_cast<uint64_t>(numSMs)));
+}
+
+TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) { return chooseConfig(M, N, K, numSMs, false); }
+
+TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK) {
   if (M < 1 || N < 1 || numSMs < 1) bad("chooseConfig: M, N and the SM count must be positive");
+  if (K < 1) K = 64;
   // Cost = full waves x tile area / relative efficiency of the tile shape.
   // 128x256 reads 25% fewer operand bytes per FLOP than 128x128, and ran
   // 1.2-1.4x faster per FLOP on the H100 (kernels/gemm/NOTES.md).
@@ -71,6 +115,12 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) {
     const double cost = static_cast<double>(waves) * t.bm * t.bn / cd.eff;
     if (first || cost < bestCost) best = cd.c, bestCost = cost, first = false;
   }
+  // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
+  // 64-row band, where 128-row tiles waste half their rows and too few tiles
+  // exist to pull the weights at full bandwidth, and K has at least 24
+  // k-blocks (at K = 1024 it lost to 128x128: 1.45x against 1.31x cuBLAS).
+  // At M = 256 it lost on every shape (1.5-2.4x against 1.1-1.5x).
+  if (allowSplitK && M <= 64 && cdiv(K, 64) >= 24) best = TileConfig::T64x128SplitK;
   return best;
 }
 
@@ -90,12 +140,13 @@ void checkArgs(const GemmArgs& a) {
   if (a.bias && !aligned16(a.bias)) bad("bias is not 16-byte aligned");
   if (a.epilogue == Epilogue::Residual && !a.residual) bad("epilogue 'residual' needs a residual pointer");
   if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
+  if (a.splitK < 0) bad("splitK = " + std::to_string(a.splitK) + ": need 0 (heuristic) or a positive count");
   if (a.config != TileConfig::Auto && !configImplemented(a.config))
     bad(std::string("tile configuration ") + toString(a.config) + " is not implemented in this build");
 }
 
 TileConfig resolveConfig(const GemmArgs& a, int numSMs) {
-  return a.config == TileConfig::Auto ? chooseConfig(a.M, a.N, a.K, numSMs) : a.config;
+  return a.config == TileConfig::Auto ? chooseConfig(a.M, a.N, a.K, numSMs, /*allowSplitK=*/true) : a.config;
 }
 
 cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c) {
@@ -166,6 +217,40 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
     throw cusync::Error(cusync::ErrorCode::CudaError, "gemm",
                         "cuTensorMapEncodeTiled failed with code " + std::to_string(static_cast<int>(r)));
   return m;
+}
+
+SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems, cudaStream_t stream) {
+  struct Entry {
+    SplitBuffers b;
+    size_t flagsCount = 0, partialElems = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, Entry> cache;
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
+  const size_t flagsCount = 2 * static_cast<size_t>(tiles);
+  const size_t partialElems = static_cast<size_t>(tiles) * (splits > 1 ? splits - 1 : 0) * tileElems;
+  std::lock_guard<std::mutex> lock(mu);
+  Entry& en = cache[{dev, key}];
+  if (en.b.counter != nullptr && en.flagsCount >= flagsCount && en.partialElems >= partialElems) return en.b;
+  // Grow: the old buffers may still be in use by queued launches, so they are
+  // left allocated. Allocation is allowed while a stream is being captured.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  const size_t nf = std::max(flagsCount, en.flagsCount), np = std::max(partialElems, en.partialElems);
+  const size_t head = 256 + ((nf * 4 + 255) / 256) * 256;
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, head + np * 4);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) throwCuda(e, "cudaMalloc(split-K workspace)");
+  if (cudaError_t z = cudaMemsetAsync(p, 0, head, stream); z != cudaSuccess) throwCuda(z, "cudaMemsetAsync(split-K workspace)");
+  unsigned char* b = static_cast<unsigned char*>(p);
+  en.b.counter = reinterpret_cast<unsigned long long*>(b);
+  en.b.flags = reinterpret_cast<uint32_t*>(b + 256);
+  en.b.partials = reinterpret_cast<float*>(b + head);
+  en.flagsCount = nf;
+  en.partialElems = np;
+  return en.b;
 }
 
 }  // namespace detail

@@ -23,8 +23,7 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
   const TileConfig c = resolveConfig(a, d.sms);
   const cusync::Dim3 grid = stageGrid(a, c);
   const cusync::Dim3 tile = stageTile(c);
-  const uint32_t tiles = grid.count();
-  const uint32_t blocks = tiles < static_cast<uint32_t>(d.sms) ? tiles : static_cast<uint32_t>(d.sms);
+  const uint32_t blocks = persistentBlocks(a, c, d.sms);
 
   using Key = std::tuple<int, cudaStream_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
   static std::mutex mu;

@@ -7,7 +7,8 @@
 //   cusync_gemm::gemm(args, st, stream);
 //
 // The stage's grid and tile must match the resolved configuration. The
-// launch is persistent: view(min(SMs, tiles)) is what the kernel receives.
+// launch is persistent: view(persistentBlocks(args, c, SMs)) is what the kernel
+// receives (min(SMs, tiles), or min(SMs, tiles x splits) for T64x128SplitK).
 #pragma once
 
 #include "cusync/stage.h"
@@ -23,8 +24,7 @@ void gemm(const GemmArgs& a, cusync::Stage<In, Out, Memory>& stage, cudaStream_t
   if (stage.shape().grid != stageGrid(a, c) || stage.shape().tile != stageTile(c))
     throw cusync::Error(cusync::ErrorCode::GridMismatch, stage.name(),
                         std::string("stage grid/tile do not match GEMM configuration ") + toString(c));
-  const uint32_t tiles = stage.numTiles();
-  const uint32_t blocks = tiles < static_cast<uint32_t>(d.sms) ? tiles : static_cast<uint32_t>(d.sms);
+  const uint32_t blocks = persistentBlocks(a, c, d.sms);
   detail::dispatchAll(a, c, stage.view(blocks), blocks, stream);
 }
 

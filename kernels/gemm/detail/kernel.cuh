@@ -12,10 +12,12 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda/atomic>
 #include <cuda/ptx>
 #include <type_traits>
 
 #include "cusync/device.h"
+#include "cusync/tile_order.h"
 #include "kernels/gemm/detail/arch.cuh"
 #include "kernels/gemm/detail/wgmma_ops.cuh"
 #include "kernels/gemm/gemm.h"
@@ -26,15 +28,32 @@ constexpr int kBM = 128;
 constexpr int kBK = 64;
 constexpr int kThreads = 384;
 
-template <int BN>
+// A work unit in a ring slot: the stage tile, and the k-blocks [kb0, kb1) of
+// it that this unit computes (all of them unless the launch splits K).
+struct UnitWork {
+  cusync::TileWork w;
+  int32_t kb0 = 0, kb1 = 0;
+  uint32_t split = 0;  // which of the tile's splits
+  uint32_t pos = 0;    // the tile's position in the stage order
+};
+
+// Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
+struct SplitParams {
+  unsigned long long* counter = nullptr;  // unit tickets of the current run; reset by the last taker
+  uint32_t* flags = nullptr;              // per (tile position, consumer warpgroup): partials written
+  float* partials = nullptr;              // [pos][split < S - 1][warpgroup][fragment] fp32
+  uint32_t splits = 1, units = 0, unitsPerRun = 0;
+};
+
+template <int BN, int BM = 128>
 struct Ring {
-  static constexpr int kStages = BN == 256 ? 4 : 6;
-  static constexpr int kABytes = kBM * kBK * 2;
+  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : 6);
+  static constexpr int kABytes = BM * kBK * 2;
   static constexpr int kBBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
-  static constexpr int kBytes = kInfoOffset + kStages * (int)sizeof(cusync::TileWork);
+  static constexpr int kBytes = kInfoOffset + kStages * (int)sizeof(UnitWork);
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
 };
 
@@ -227,18 +246,28 @@ __device__ __forceinline__ void epilogue(float (&acc)[BN / 2], T* C, const EpiPa
 
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
-template <class T, int BN, int TransB, Epilogue E, class In, class Out>
-__global__ void __launch_bounds__(kThreads, 1)
-    gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
-               const __grid_constant__ cusync::StageView<In, Out> view) {
+//
+// BM = 128: consumer warpgroup cw owns rows [64 cw, 64 cw + 64) x all BN columns.
+// BM = 64 (split-K path): consumer cw owns all 64 rows x columns [cw BN/2, (cw + 1) BN/2).
+// Split: work units (tile position, split) come from sp.counter in stage order,
+// all splits of a tile adjacent; split s < S - 1 writes its fp32 partial and
+// raises the tile's flag; split S - 1 waits for the S - 1 partials, adds them
+// in split order (deterministic), runs the epilogue, takes one stage ticket and
+// posts the tile once. Every block takes one stage ticket at start (its run
+// number), so a run takes numTiles + blocks stage tickets as the stage expects.
+template <class T, int BM, int BN, int TransB, bool Split, Epilogue E, class In, class Out>
+__device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorMap& tmB, T* C, const EpiParams& p,
+                                         const cusync::StageView<In, Out>& view, const SplitParams& sp) {
 #if CUSYNC_GEMM_SM90A
-  using R = Ring<BN>;
+  static_assert(BM == 128 || BM == 64, "BM");
+  constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
+  using R = Ring<BN, BM>;
   constexpr int S = R::kStages;
   extern __shared__ __align__(1024) unsigned char smemRaw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
   uint64_t* empty = full + S;
-  cusync::TileWork* info = reinterpret_cast<cusync::TileWork*>(smem + R::kInfoOffset);
+  UnitWork* info = reinterpret_cast<UnitWork*>(smem + R::kInfoOffset);
 
   const int wg = threadIdx.x / 128;
   const int kIters = static_cast<int>((p.K + kBK - 1) / kBK);
@@ -259,18 +288,42 @@ __global__ void __launch_bounds__(kThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
+      cusync::TileWork start{};
+      if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
       for (;;) {
-        const cusync::TileWork work = cusync::tileElected(view);
+        UnitWork u;
+        if constexpr (Split) {
+          const unsigned long long t = atomicAdd(sp.counter, 1ull);
+          if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);  // the run's last unit ticket
+          u.w = start;
+          u.w.valid = t < sp.units;
+          if (u.w.valid) {
+            const uint32_t S = sp.splits;
+            u.pos = static_cast<uint32_t>(t) / S;
+            u.split = static_cast<uint32_t>(t) % S;
+            u.w.index = u.pos;
+            const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
+            u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
+            u.kb0 = static_cast<int32_t>(u.split * static_cast<uint32_t>(kIters) / S);
+            u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
+          }
+        } else {
+          u.w = cusync::tileElected(view);
+          u.kb0 = 0;
+          u.kb1 = kIters;
+        }
+        const cusync::TileWork& work = u.w;
         mbarWait(&empty[stage], phase ^ 1);
-        info[stage] = work;
+        info[stage] = u;
         if (!work.valid) {
           cuda::ptx::mbarrier_arrive(&full[stage]);
           break;
         }
-        const int32_t m0 = static_cast<int32_t>(work.tile.y * kBM);
+        const int32_t m0 = static_cast<int32_t>(work.tile.y * BM);
         const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
-        for (int kb = 0; kb < kIters; ++kb) {
-          if (kb > 0) mbarWait(&empty[stage], phase ^ 1);
+        const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+        for (int kb = u.kb0; kb < u.kb1; ++kb) {
+          if (kb > u.kb0) mbarWait(&empty[stage], phase ^ 1);
           unsigned char* sa = smem + stage * R::kStageBytes;
           unsigned char* sb = sa + R::kABytes;
           const int32_t k0 = kb * kBK;
@@ -287,8 +340,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                                               &full[stage]);
             }
           }
-          cusync::waitElected(view, work, cusync::Read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, 0}, 0,
-                              cusync::Reader::AsyncProxy);
+          cusync::waitElected(view, work, cusync::Read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart},
+                              0, cusync::Reader::AsyncProxy);
           const int32_t ca[2] = {k0, m0};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
           if (++stage == S) stage = 0, phase ^= 1;
@@ -297,20 +350,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int cw = wg - 1;  // consumer warpgroup: rows [64 cw, 64 cw + 64) of the tile
+    const int cw = wg - 1;
     const bool signaller = (threadIdx.x % 128) == 0;
-    float acc[BN / 2];
+    constexpr int kRowOff = BM == 128 ? 64 : 0;          // rows of the tile per consumer index
+    constexpr int kColOff = BM == 128 ? 0 : WN;          // columns of the tile per consumer index
+    constexpr int kASmemOff = BM == 128 ? 64 * 128 : 0;  // bytes into the A slot
+    constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into the B slot (NK rows or KN 64-column boxes)
+    static_assert(BM == 128 || WN == 64 || WN == 128, "the 64-row path splits BN between the consumers");
+    float acc[WN / 2];
     int stage = 0;
     uint32_t phase = 0;
     for (;;) {
       mbarWait(&full[stage], phase);
-      const cusync::TileWork work = info[stage];
+      const UnitWork u = info[stage];
+      const cusync::TileWork& work = u.w;
       if (!work.valid) break;
       int prevStage = -1;
-      for (int kb = 0; kb < kIters; ++kb) {
-        if (kb > 0) mbarWait(&full[stage], phase);
-        const unsigned char* sa = smem + stage * R::kStageBytes + cw * 64 * 128;
-        const unsigned char* sb = smem + stage * R::kStageBytes + R::kABytes;
+      for (int kb = u.kb0; kb < u.kb1; ++kb) {
+        if (kb > u.kb0) mbarWait(&full[stage], phase);
+        const unsigned char* sa = smem + stage * R::kStageBytes + cw * kASmemOff;
+        const unsigned char* sb = smem + stage * R::kStageBytes + R::kABytes + cw * kBSmemOff;
         wgmmaFence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 16; ++kk) {
@@ -320,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             db = smemDesc(sb + kk * 32, 16, 1024);
           else
             db = smemDesc(sb + kk * 16 * 128, 8192, 1024);
-          mma16<T, BN, TransB>(acc, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+          mma16<T, WN, TransB>(acc, da, db, (kb > u.kb0 || kk > 0) ? 1 : 0);
         }
         wgmmaCommit();
         wgmmaWait<1>();
@@ -331,8 +390,52 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmmaWait<0>();
       fenceRegs(acc);
       if (signaller) cuda::ptx::mbarrier_arrive(&empty[prevStage]);
-      epilogue<T, BN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * kBM + cw * 64,
-                         static_cast<int64_t>(work.tile.x) * BN);
+      if constexpr (Split) {
+        const uint32_t NS = sp.splits;
+        if (NS > 1) {
+          constexpr int R4 = WN / 8;  // float4 per thread
+          const int t = threadIdx.x % 128;
+          const uint32_t flag = u.pos * 2 + cw;
+          float4* const part = reinterpret_cast<float4*>(sp.partials);
+          auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(u.pos * (NS - 1) + s) * 2 + cw) * (128 * R4); };
+          cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[flag]);
+          if (u.split + 1 < NS) {
+            float4* dst = slot(u.split);
+#pragma unroll
+            for (int r = 0; r < R4; ++r)
+              __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            if (t == 0) {
+              cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+              fl.fetch_add(1u, cuda::memory_order_release);
+            }
+            continue;  // the last split of this tile finishes it
+          }
+          if (t == 0) {
+            while (fl.load(cuda::memory_order_acquire) < NS - 1) __nanosleep(64);
+            fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
+          }
+          asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+#pragma unroll
+          for (int r = 0; r < R4; ++r) {
+            float4 s4 = __ldcg(slot(0) + r * 128 + t);
+            for (uint32_t s = 1; s + 1 < NS; ++s) {
+              const float4 v = __ldcg(slot(s) + r * 128 + t);
+              s4.x += v.x, s4.y += v.y, s4.z += v.z, s4.w += v.w;
+            }
+            acc[4 * r] = s4.x + acc[4 * r];
+            acc[4 * r + 1] = s4.y + acc[4 * r + 1];
+            acc[4 * r + 2] = s4.z + acc[4 * r + 2];
+            acc[4 * r + 3] = s4.w + acc[4 * r + 3];
+          }
+        }
+      }
+      epilogue<T, WN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * BM + cw * kRowOff,
+                         static_cast<int64_t>(work.tile.x) * BN + cw * kColOff);
+      if constexpr (Split) {
+        // This block finished the tile: take one of the run's numTiles stage tickets.
+        if (threadIdx.x == 128) (void)cusync::tileElected(view);
+      }
       if constexpr (!cusync::policy::isNoSync<Out>) {
         consumerBarrier();
         if (threadIdx.x == 128) cusync::postElected(view, work);
@@ -340,6 +443,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 #endif
+}
+
+// 128-row tiles (T128x128, T128x256).
+template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
+               const __grid_constant__ cusync::StageView<In, Out> view) {
+  gemmBody<T, 128, BN, TransB, false, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
+}
+
+// 64-row tiles with split K (T64x128SplitK: BN = 128, T64x256SplitK: BN = 256); smem Ring<BN, 64>.
+template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemmKernelSplit(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,
+                    EpiParams p, const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
+  gemmBody<T, 64, BN, TransB, true, E, In, Out>(tmA, tmB, C, p, view, sp);
 }
 
 }  // namespace cusync_gemm::detail

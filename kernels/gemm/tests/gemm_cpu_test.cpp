@@ -90,7 +90,7 @@ TEST(GemmConfig, OverrideWins) {
   a.M = 4096, a.N = 6144, a.config = TileConfig::T128x128;
   EXPECT_EQ(resolveConfig(a, 132), TileConfig::T128x128);
   a.config = TileConfig::Auto;
-  EXPECT_EQ(resolveConfig(a, 132), chooseConfig(4096, 6144, 64, 132));
+  EXPECT_EQ(resolveConfig(a, 132), chooseConfig(4096, 6144, 64, 132, true));
 }
 
 TEST(GemmConfig, StageGeometry) {
@@ -105,10 +105,67 @@ TEST(GemmConfig, StageGeometry) {
   EXPECT_EQ(t.z, 64u);
 }
 
-TEST(GemmConfig, UnimplementedConfigIsRejected) {
+TEST(GemmConfig, SplitKConfigIsImplemented) {
   GemmArgs a = good();
   a.config = TileConfig::T64x128SplitK;
-  expectBad(a, "not implemented");
+  EXPECT_NO_THROW(checkArgs(a));
+  a.splitK = -1;
+  expectBad(a, "splitK = -1");
+}
+
+// DESIGN.md section 4 shapes (N, K) on a 132-SM H100.
+const int64_t kShapesNK[][2] = {{6144, 12288}, {12288, 6144}, {5504, 8192}, {8192, 2752},
+                                {4608, 12288}, {12288, 1536}, {3072, 8192}, {8192, 1024}};
+
+TEST(GemmConfig, SmallMUsesSplitK) {
+  for (const auto& s : kShapesNK) {
+    const bool longK = s[1] >= 1536;
+    for (int64_t M : {1, 17, 64}) {
+      EXPECT_EQ(chooseConfig(M, s[0], s[1], 132, /*allowSplitK=*/true) == TileConfig::T64x128SplitK, longK)
+          << M << "x" << s[0] << "x" << s[1];
+      EXPECT_NE(chooseConfig(M, s[0], s[1], 132), TileConfig::T64x128SplitK);  // 128-row configurations only
+    }
+    for (int64_t M : {65, 256, 512, 4096})
+      EXPECT_NE(chooseConfig(M, s[0], s[1], 132, true), TileConfig::T64x128SplitK) << M;
+    GemmArgs a = good();
+    a.M = 64, a.N = s[0], a.K = s[1];
+    EXPECT_EQ(resolveConfig(a, 132) == TileConfig::T64x128SplitK, longK);
+  }
+}
+
+TEST(GemmConfig, SplitCount) {
+  // Two splits only where 64x128 tiles fill under a third of 132 SMs and K is long.
+  for (const auto& s : kShapesNK) {
+    const int64_t tiles = (s[0] + 127) / 128;
+    const uint32_t S = chooseSplits(64, s[0], s[1], 132);
+    EXPECT_EQ(S, (s[1] >= 2048 && 3 * tiles <= 132) ? 2u : 1u) << s[0] << "x" << s[1];
+    EXPECT_LE(S, (s[1] + 63) / 64);
+  }
+  EXPECT_EQ(chooseSplits(64, 4608, 12288, 132), 2u);  // gpt3-qkv: 36 tiles
+  EXPECT_EQ(chooseSplits(64, 6144, 12288, 132), 1u);  // gpt3-mlp1: 48 tiles
+  EXPECT_EQ(chooseSplits(256, 4608, 12288, 132), 1u);
+  EXPECT_EQ(chooseSplits(1, 256, 64, 132), 1u);
+  EXPECT_THROW(chooseSplits(64, 256, 64, 132, 96), cusync::Error);
+}
+
+TEST(GemmConfig, SplitOverrideAndBlocks) {
+  GemmArgs a = good();
+  a.M = 64, a.N = 1024, a.K = 640;  // 8 tiles of 64x128, 10 k-blocks
+  a.config = TileConfig::T64x128SplitK;
+  a.splitK = 4;
+  EXPECT_EQ(splitCount(a, 132), 4u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T64x128SplitK, 132), 32u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x128, 132), 8u);
+  a.splitK = 50;  // clamped to the k-blocks
+  EXPECT_EQ(splitCount(a, 132), 10u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T64x128SplitK, 16), 16u);
+  a.splitK = 0;
+  EXPECT_EQ(splitCount(a, 132), chooseSplits(64, 1024, 640, 132));
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256, 132), 1u);
+  const cusync::Dim3 g = stageGrid(a, TileConfig::T64x128SplitK);
+  EXPECT_EQ(g.x, 8u);
+  EXPECT_EQ(g.y, 1u);
+  EXPECT_EQ(stageTile(TileConfig::T64x128SplitK).y, 64u);
 }
 
 }  // namespace

@@ -98,6 +98,7 @@ struct Case {
   BLayout bl;
   TileConfig cfg;
   Epilogue epi;
+  int splitK = 0;
 };
 
 std::mt19937& rng() {
@@ -135,6 +136,7 @@ void runCase(const Case& c, int M, int N, int K, bool withBias) {
   a.bias = (withBias || c.epi == Epilogue::Bias) ? dBias.p : nullptr;
   a.residual = c.epi == Epilogue::Residual ? dRes.p : nullptr;
   a.config = c.cfg;
+  a.splitK = c.splitK;
   ASSERT_NO_THROW(gemm(a, nullptr));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
@@ -191,7 +193,8 @@ void runCase(const Case& c, int M, int N, int K, bool withBias) {
 
 std::string caseName(const Case& c) {
   return std::string(c.dt == DType::BF16 ? "bf16" : "fp16") + "_" + (c.bl == BLayout::NK ? "NK" : "KN") + "_" +
-         (c.cfg == TileConfig::T128x128 ? "128x128" : "128x256") + "_" + toString(c.epi);
+         (c.cfg == TileConfig::T128x128 ? "128x128" : c.cfg == TileConfig::T128x256 ? "128x256" : c.cfg == TileConfig::T64x128SplitK ? "64x128splitK" : "64x256splitK") + "_" +
+         toString(c.epi);
 }
 
 class GemmGpu : public ::testing::TestWithParam<Case> {};
@@ -209,7 +212,7 @@ std::vector<Case> allCases() {
   std::vector<Case> v;
   for (DType dt : {DType::BF16, DType::FP16})
     for (BLayout bl : {BLayout::NK, BLayout::KN})
-      for (TileConfig cfg : {TileConfig::T128x128, TileConfig::T128x256})
+      for (TileConfig cfg : {TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK})
         for (Epilogue e : {Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual})
           v.push_back({dt, bl, cfg, e});
   return v;
@@ -228,11 +231,12 @@ TEST(GemmGpuMisc, ResidualWithoutBias) {
   runCase({DType::BF16, BLayout::NK, TileConfig::T128x128, Epilogue::Residual}, 130, 256, 64, false);
 }
 
-// A producer GEMM posting RowSync and a consumer GEMM waiting on it, three
-// runs in a row on one stream: the semaphores count runs, the consumer's
-// waits pass, and the consumer reads the producer's output correctly.
-TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
-  REQUIRE_HOPPER();
+// A producer GEMM posting through Out and a consumer GEMM waiting on it
+// (In), three runs in a row on one stream: the semaphores count runs, the
+// consumer's waits pass, and the consumer reads the producer's output
+// correctly (bit for bit against the same chain without sync).
+template <class Pol>
+void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_t postsPerTile) {
   using namespace cusync::policy;
   const int M = 300, N1 = 512, K1 = 256, N2 = 256;
   std::uniform_real_distribution<float> U(-1.f, 1.f);
@@ -241,17 +245,18 @@ TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
   for (auto& x : hW1) x = toBits(U(rng()) * 0.1f, DType::BF16);
   for (auto& x : hW2) x = toBits(U(rng()) * 0.1f, DType::BF16);
   Dev dA(hA.size() * 2), dW1(hW1.size() * 2), dW2(hW2.size() * 2), dX((size_t)M * N1 * 2), dY((size_t)M * N2 * 2),
-      dY2((size_t)M * N2 * 2);
+      dY2((size_t)M * N2 * 2), dX2((size_t)M * N1 * 2);
   CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dW1.p, hW1.data(), hW1.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dW2.p, hW2.data(), hW2.size() * 2, cudaMemcpyHostToDevice));
   GemmArgs g1;
-  g1.M = M, g1.N = N1, g1.K = K1, g1.A = dA.p, g1.B = dW1.p, g1.C = dX.p, g1.config = TileConfig::T128x128;
+  g1.M = M, g1.N = N1, g1.K = K1, g1.A = dA.p, g1.B = dW1.p, g1.C = dX.p, g1.config = c1, g1.splitK = split1;
   GemmArgs g2;
-  g2.M = M, g2.N = N2, g2.K = N1, g2.A = dX.p, g2.B = dW2.p, g2.C = dY.p, g2.config = TileConfig::T128x128;
-  cusync::Stage<NoSync, RowSync> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1.config));
-  cusync::Stage<RowSync, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2.config));
+  g2.M = M, g2.N = N2, g2.K = N1, g2.A = dX.p, g2.B = dW2.p, g2.C = dY.p, g2.config = c2, g2.splitK = split2;
+  cusync::Stage<NoSync, Pol> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1.config));
+  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2.config));
   cusync::pair(s1, s2);
+  s1.setOrder(GroupedOrder{8});
   for (int run = 0; run < 3; ++run) {
     CK(cudaMemset(dY.p, 0xFF, (size_t)M * N2 * 2));
     ASSERT_NO_THROW(gemm(g1, s1, nullptr));
@@ -260,16 +265,95 @@ TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
   }
   std::vector<uint32_t> sems(s1.semaphoreCount());
   CK(cudaMemcpy(sems.data(), s1.semaphores(), sems.size() * 4, cudaMemcpyDeviceToHost));
-  for (uint32_t s : sems) EXPECT_EQ(s, 3u * s1.shape().grid.x);
+  for (uint32_t s : sems) EXPECT_EQ(s, 3u * postsPerTile);
   // Same chain without sync must match bit for bit.
-  GemmArgs g2b = g2;
+  GemmArgs g1b = g1, g2b = g2;
+  g1b.C = dX2.p;
+  g2b.A = dX2.p;
   g2b.C = dY2.p;
+  ASSERT_NO_THROW(gemm(g1b, nullptr));
   ASSERT_NO_THROW(gemm(g2b, nullptr));
   CK(cudaDeviceSynchronize());
   std::vector<uint16_t> y((size_t)M * N2), y2((size_t)M * N2);
   CK(cudaMemcpy(y.data(), dY.p, y.size() * 2, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(y2.data(), dY2.p, y2.size() * 2, cudaMemcpyDeviceToHost));
   EXPECT_EQ(y, y2);
+}
+
+TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
+  REQUIRE_HOPPER();
+  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x128, TileConfig::T128x128, 0, 0,
+                                         stageGrid(probe, TileConfig::T128x128).x);
+}
+
+// Split K on both sides: each producer tile is posted once however many
+// splits computed it; consumer splits wait with walkStart at their first k.
+TEST(GemmGpuHooks, RowSyncPairSplitK) {
+  REQUIRE_HOPPER();
+  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T64x128SplitK, 3, 5,
+                                         stageGrid(probe, TileConfig::T64x128SplitK).x);
+}
+
+TEST(GemmGpuHooks, TileSyncPairSplitK) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T64x128SplitK, TileConfig::T64x128SplitK, 2, 4, 1);
+}
+
+TEST(GemmGpuHooks, RowSyncPairSplitK256) {
+  REQUIRE_HOPPER();
+  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x256SplitK, TileConfig::T64x256SplitK, 4, 3,
+                                         stageGrid(probe, TileConfig::T64x256SplitK).x);
+}
+
+TEST(GemmGpuHooks, TileSyncPairSplitKConsumerOnly) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x128, TileConfig::T64x128SplitK, 0, 3, 1);
+}
+
+// Explicit split counts (1, 3, every k-block) at ragged M.
+TEST(GemmGpuSplitK, SplitOverrides) {
+  REQUIRE_HOPPER();
+  for (int s : {1, 3, 6, 100})
+    for (int M : {1, 17, 100, 1000}) {
+      SCOPED_TRACE("splitK=" + std::to_string(s) + " M=" + std::to_string(M));
+      runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::Gelu, s}, M, 400, 328, true);
+      runCase({DType::FP16, BLayout::KN, TileConfig::T64x128SplitK, Epilogue::Residual, s}, M, 400, 328, true);
+      runCase({DType::BF16, BLayout::KN, TileConfig::T64x256SplitK, Epilogue::SwiGLU, s}, M, 400, 328, true);
+      runCase({DType::FP16, BLayout::NK, TileConfig::T64x256SplitK, Epilogue::Bias, s}, M, 400, 328, true);
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+}
+
+TEST(GemmGpuSplitK, LargeKAuto) {
+  REQUIRE_HOPPER();
+  runCase({DType::BF16, BLayout::NK, TileConfig::Auto, Epilogue::Bias}, 64, 1024, 8192, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::SwiGLU, 7}, 200, 1024, 4096, true);
+}
+
+// The reduction adds partials in split order: repeated runs are bit-identical.
+TEST(GemmGpuSplitK, Deterministic) {
+  REQUIRE_HOPPER();
+  const int M = 100, N = 512, K = 2048;
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  std::vector<uint16_t> hA((size_t)M * K), hB((size_t)N * K);
+  for (auto& x : hA) x = toBits(U(rng()), DType::BF16);
+  for (auto& x : hB) x = toBits(U(rng()), DType::BF16);
+  Dev dA(hA.size() * 2), dB(hB.size() * 2), dC((size_t)M * N * 2);
+  CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dB.p, hB.data(), hB.size() * 2, cudaMemcpyHostToDevice));
+  GemmArgs a;
+  a.M = M, a.N = N, a.K = K, a.A = dA.p, a.B = dB.p, a.C = dC.p, a.config = TileConfig::T64x128SplitK, a.splitK = 8;
+  std::vector<uint16_t> first((size_t)M * N), again((size_t)M * N);
+  for (int r = 0; r < 5; ++r) {
+    CK(cudaMemset(dC.p, 0xFF, (size_t)M * N * 2));
+    ASSERT_NO_THROW(gemm(a, nullptr));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy((r == 0 ? first : again).data(), dC.p, first.size() * 2, cudaMemcpyDeviceToHost));
+    if (r > 0) EXPECT_EQ(first, again) << "run " << r;
+  }
 }
 
 }  // namespace
