@@ -169,7 +169,16 @@ int benchGemm(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--m") {
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: cusync-bench gemm [--m LIST] [--iters N] [--config auto|128x128|128x256|64x128-splitk|64x256-splitk]\n"
+          "                         [--splitk N] [--csv FILE]\n"
+          "  Our Hopper GEMM against cuBLASLt, side by side, on every GEMM shape of DESIGN.md section 4\n"
+          "  (bf16, B as [N, K]) at M in LIST (default 64,256,512,1024,2048,4096): median ms, TFLOP/s,\n"
+          "  time ratio to cuBLAS, max relative error; losses are flagged. CSV to FILE (default\n"
+          "  gemm_bench.csv). Needs a Hopper GPU.\n");
+      return 0;
+    } else if (a == "--m") {
       ms.clear();
       std::stringstream ss(next());
       std::string t;
@@ -182,6 +191,10 @@ int benchGemm(int argc, char** argv) {
       csv = next();
     } else if (a == "--config") {
       const std::string c = next();
+      if (c != "auto" && c != "128x128" && c != "128x256" && c != "64x128-splitk" && c != "64x256-splitk") {
+        std::fprintf(stderr, "cusync-bench gemm: unknown --config '%s' (see --help)\n", c.c_str());
+        return 2;
+      }
       cfg = c == "128x128"         ? TileConfig::T128x128
             : c == "128x256"       ? TileConfig::T128x256
             : c == "64x128-splitk" ? TileConfig::T64x128SplitK
@@ -194,8 +207,8 @@ int benchGemm(int argc, char** argv) {
   }
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr, "needs a CUDA GPU\n");
-    return 1;
+    std::fprintf(stderr, "cusync-bench gemm: needs a CUDA GPU; without one, run the tests: ctest --test-dir build -L cpu\n");
+    return 2;
   }
   cudaDeviceProp prop{};
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
