@@ -17,28 +17,13 @@
 #include <vector>
 
 #include "bench_gemm.h"
+#include "bench_util.cuh"
 #include "kernels/gemm/gemm.h"
 
 using namespace cusync_gemm;
 
 namespace {
 
-#define CUDA_OK(x)                                                                              \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "cusync-bench: %s: %s\n", #x, cudaGetErrorString(e_));               \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
-#define LT_OK(x)                                                                 \
-  do {                                                                           \
-    cublasStatus_t s_ = (x);                                                     \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
-      std::fprintf(stderr, "cusync-bench: %s: cublas status %d\n", #x, (int)s_); \
-      std::exit(1);                                                              \
-    }                                                                            \
-  } while (0)
 
 struct Shape {
   const char* name;
@@ -124,33 +109,6 @@ struct LtPlan {
     LT_OK(cublasLtMatmul(lt.h, op, &one, B, la, A, lb, &zero, C, lc, C, lc, &algo, lt.ws, lt.wsBytes, s));
   }
 };
-
-template <class F>
-double medianMs(F&& launch, int iters, cudaStream_t s) {
-  for (int i = 0; i < 10; ++i) launch(i);
-  std::vector<cudaEvent_t> ev(iters + 1);
-  for (auto& e : ev) CUDA_OK(cudaEventCreate(&e));
-  // Back-to-back launches; each interval between consecutive events is one launch.
-  CUDA_OK(cudaEventRecord(ev[0], s));
-  for (int i = 0; i < iters; ++i) {
-    launch(i);
-    CUDA_OK(cudaEventRecord(ev[i + 1], s));
-  }
-  CUDA_OK(cudaStreamSynchronize(s));
-  std::vector<float> t(iters);
-  for (int i = 0; i < iters; ++i) CUDA_OK(cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end());
-  return t[iters / 2];
-}
-
-std::vector<float> download(const void* p, size_t n) {
-  std::vector<__nv_bfloat16> h(n);
-  CUDA_OK(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost));
-  std::vector<float> f(n);
-  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(h[i]);
-  return f;
-}
 
 }  // namespace
 
@@ -262,9 +220,9 @@ int benchGemm(int argc, char** argv) {
       LtPlan plan(lt, M, N, K);
       auto cub = [&](int i) { plan.run(lt, A[i % copies], B[i % copies], C2[i % copies], s); };
       // Alternate to share thermal conditions: ours, cuBLAS, ours, cuBLAS; keep the better median of each.
-      double tOurs = medianMs(ours, iters, s), tCub = medianMs(cub, iters, s);
-      tOurs = std::min(tOurs, medianMs(ours, iters, s));
-      tCub = std::min(tCub, medianMs(cub, iters, s));
+      double tOurs = bench::medianMs(ours, iters, s, 10), tCub = bench::medianMs(cub, iters, s, 10);
+      tOurs = std::min(tOurs, bench::medianMs(ours, iters, s, 10));
+      tCub = std::min(tCub, bench::medianMs(cub, iters, s, 10));
       CUDA_OK(cudaGetLastError());
       // Error on a sample of rows of copy 0 (both wrote it during warm-up).
       const int R = (int)std::min<int64_t>(M, 64);
@@ -280,7 +238,7 @@ int benchGemm(int argc, char** argv) {
       CUDA_OK(cudaStreamSynchronize(s));
       std::vector<float> ref((size_t)R * N);
       CUDA_OK(cudaMemcpy(ref.data(), dD, ref.size() * 4, cudaMemcpyDeviceToHost));
-      const std::vector<float> o = download(C[0], M * N), c2 = download(C2[0], M * N);
+      const std::vector<float> o = bench::downloadBf16(C[0], M * N), c2 = bench::downloadBf16(C2[0], M * N);
       double maxRef = 0, eO = 0, eC = 0;
       for (int r = 0; r < R; ++r)
         for (int64_t n = 0; n < N; ++n) maxRef = std::max(maxRef, (double)std::fabs(ref[(size_t)r * N + n]));

@@ -8,6 +8,7 @@
 // bf16 GEMM) and memory bandwidth (a large device-to-device copy, bytes read
 // plus written) are measured in the same run for the roofline.
 #include "bench_mlp.h"
+#include "bench_util.cuh"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -28,14 +29,6 @@ using namespace cusync_mlp;
 
 namespace {
 
-#define CUDA_OK(x)                                                                            \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "cusync-bench mlp: %s: %s\n", #x, cudaGetErrorString(e_));        \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 void usage(FILE* f) {
   std::fprintf(f,
@@ -112,33 +105,6 @@ __global__ void fillRandom(__nv_bfloat16* p, size_t n, uint64_t seed, float scal
   }
 }
 
-template <class F>
-double medianMs(F&& launch, int iters, cudaStream_t s) {
-  for (int i = 0; i < 5; ++i) launch();
-  std::vector<cudaEvent_t> ev(iters + 1);
-  for (auto& e : ev) CUDA_OK(cudaEventCreate(&e));
-  CUDA_OK(cudaEventRecord(ev[0], s));
-  for (int i = 0; i < iters; ++i) {
-    launch();
-    CUDA_OK(cudaEventRecord(ev[i + 1], s));
-  }
-  CUDA_OK(cudaStreamSynchronize(s));
-  CUDA_OK(cudaGetLastError());
-  std::vector<float> t(iters);
-  for (int i = 0; i < iters; ++i) CUDA_OK(cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end());
-  return t[iters / 2];
-}
-
-std::vector<float> download(const void* p, size_t n) {
-  std::vector<__nv_bfloat16> h(n);
-  CUDA_OK(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost));
-  std::vector<float> f(n);
-  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(h[i]);
-  return f;
-}
-
 // ||out - ref|| / ||ref||; infinity when out has a non-finite element.
 double relErr(const std::vector<float>& out, const std::vector<float>& ref) {
   double num = 0, den = 0;
@@ -180,7 +146,7 @@ double measurePeakTflops(cudaStream_t s, int iters) {
   const float one = 1.f, zero = 0.f;
   double ms = NAN;
   if (found)
-    ms = medianMs([&] { cublasLtMatmul(h, op, &one, A, l, B, l, &zero, C, l, C, l, &res.algo, ws, wsBytes, s); },
+    ms = bench::medianMs([&](int) { cublasLtMatmul(h, op, &one, A, l, B, l, &zero, C, l, C, l, &res.algo, ws, wsBytes, s); },
                   iters, s);
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(l);
@@ -197,7 +163,7 @@ double measureBandwidthTBs(cudaStream_t s, int iters) {
   CUDA_OK(cudaMalloc(&a, bytes));
   CUDA_OK(cudaMalloc(&b, bytes));
   CUDA_OK(cudaMemsetAsync(a, 1, bytes, s));
-  const double ms = medianMs([&] { CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); }, iters, s);
+  const double ms = bench::medianMs([&](int) { CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); }, iters, s);
   cudaFree(a), cudaFree(b);
   return 2.0 * bytes / (ms * 1e-3) / 1e12;
 }
@@ -325,7 +291,7 @@ int benchMlp(int argc, char** argv) {
       // Reference: the cuBLAS pipeline.
       mlp.run(M, b, Variant::Cublas, s);
       CUDA_OK(cudaStreamSynchronize(s));
-      const std::vector<float> ref = download(Y, M * d.N2);
+      const std::vector<float> ref = bench::downloadBf16(Y, M * d.N2);
       std::vector<double> err(specs.size());
       std::vector<bool> ok(specs.size());
       for (size_t i = 0; i < specs.size(); ++i) {
@@ -335,7 +301,7 @@ int benchMlp(int argc, char** argv) {
           mlp.run(M, b, specs[i].v, s, specs[i].o, specs[i].pdl);
           CUDA_OK(cudaStreamSynchronize(s));
           CUDA_OK(cudaGetLastError());
-          err[i] = relErr(download(Y, M * d.N2), ref);
+          err[i] = relErr(bench::downloadBf16(Y, M * d.N2), ref);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "[mlp] %s M=%lld %s: %s\n", mname.c_str(), (long long)M, specs[i].name.c_str(),
                        e.what());
@@ -354,13 +320,13 @@ int benchMlp(int argc, char** argv) {
           for (size_t i = 0; i < specs.size(); ++i) {
             if (!ok[i]) continue;
             const VariantSpec& sp = specs[i];
-            ms[i] = std::min(ms[i], medianMs([&] { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s));
+            ms[i] = std::min(ms[i], bench::medianMs([&](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s));
           }
         }
-        det.g1 = medianMs([&] { mlp.gemm1(M, b, s); }, iters, s);
-        det.g2 = medianMs([&] { mlp.gemm2(M, b, s); }, iters, s);
-        det.cb1 = medianMs([&] { mlp.cublasGemm1(M, b, s); }, iters, s);
-        det.cb2 = medianMs([&] { mlp.cublasGemm2(M, b, s); }, iters, s);
+        det.g1 = bench::medianMs([&](int) { mlp.gemm1(M, b, s); }, iters, s);
+        det.g2 = bench::medianMs([&](int) { mlp.gemm2(M, b, s); }, iters, s);
+        det.cb1 = bench::medianMs([&](int) { mlp.cublasGemm1(M, b, s); }, iters, s);
+        det.cb2 = bench::medianMs([&](int) { mlp.cublasGemm2(M, b, s); }, iters, s);
       }
       details.push_back(det);
       double cublasMs = INFINITY;

@@ -15,33 +15,13 @@
 #include "cusync/policies.h"
 #include "cusync/stage.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/testing/require_hopper.h"
 #include "kernels/gemm/gemm_staged.cuh"
 
 using namespace cusync_gemm;
 
 namespace {
 
-bool haveHopper(std::string* why) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    cudaGetLastError();
-    *why = "no CUDA GPU";
-    return false;
-  }
-  cudaDeviceProp p{};
-  cudaGetDeviceProperties(&p, 0);
-  if (p.major != 9) {
-    *why = "no Hopper (sm_90) GPU";
-    return false;
-  }
-  return true;
-}
-
-#define REQUIRE_HOPPER()                    \
-  do {                                      \
-    std::string why;                        \
-    if (!haveHopper(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 #define CK(x) ASSERT_EQ((x), cudaSuccess) << #x
 

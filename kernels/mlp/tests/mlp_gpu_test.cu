@@ -14,26 +14,12 @@
 #include "cusync/error.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
+#include "kernels/testing/require_hopper.h"
 
 using namespace cusync_mlp;
 
 namespace {
 
-bool haveHopper(std::string* why) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    cudaGetLastError();
-    *why = "no CUDA GPU present";
-    return false;
-  }
-  cudaDeviceProp p{};
-  cudaGetDeviceProperties(&p, 0);
-  if (p.major != 9) {
-    *why = "no Hopper (sm_90) GPU: no CUDA GPU present that can run the MLP";
-    return false;
-  }
-  return true;
-}
 
 #define CK(x)                                                              \
   do {                                                                     \
@@ -126,8 +112,7 @@ const Case kCases[] = {{Variant::Stream, Order::Auto},   {Variant::Pdl, Order::A
                        {Variant::Cublas, Order::Auto}};
 
 void runModel(Model model) {
-  std::string why;
-  if (!haveHopper(&why)) GTEST_SKIP() << why;
+  REQUIRE_HOPPER();
   const Dims d = dims(model);
   const bool swiglu = model == Model::LLaMA;
   const int64_t Ms[] = {1, 7, 100, 1000, 2048};
@@ -217,8 +202,7 @@ TEST(MlpGpu, Gpt3EveryVariant) { runModel(Model::GPT3); }
 TEST(MlpGpu, LlamaEveryVariant) { runModel(Model::LLaMA); }
 
 TEST(MlpGpu, RejectsBadArguments) {
-  std::string why;
-  if (!haveHopper(&why)) GTEST_SKIP() << why;
+  REQUIRE_HOPPER();
   Mlp mlp(Model::GPT3, 64);
   Buffers b{};
   EXPECT_THROW(mlp.run(1, b, Variant::TileSync, nullptr), cusync::Error);

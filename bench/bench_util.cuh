@@ -1,0 +1,64 @@
+// Helpers shared by the cusync-bench commands: error checks, event timing,
+// copying bf16 results back.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CUDA_OK(x)                                                                \
+  do {                                                                            \
+    cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "cusync-bench: %s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                               \
+    }                                                                             \
+  } while (0)
+
+#define LT_OK(x)                                                                 \
+  do {                                                                           \
+    cublasStatus_t s_ = (x);                                                     \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
+      std::fprintf(stderr, "cusync-bench: %s: cublas status %d\n", #x, (int)s_); \
+      std::exit(1);                                                              \
+    }                                                                            \
+  } while (0)
+
+namespace bench {
+
+// Median over `iters` back-to-back launches of launch(i) on stream s, after
+// `warmups` untimed ones; each interval between consecutive events is one launch.
+template <class F>
+double medianMs(F&& launch, int iters, cudaStream_t s, int warmups = 5) {
+  for (int i = 0; i < warmups; ++i) launch(i);
+  std::vector<cudaEvent_t> ev(iters + 1);
+  for (auto& e : ev) CUDA_OK(cudaEventCreate(&e));
+  CUDA_OK(cudaEventRecord(ev[0], s));
+  for (int i = 0; i < iters; ++i) {
+    launch(i);
+    CUDA_OK(cudaEventRecord(ev[i + 1], s));
+  }
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaGetLastError());
+  std::vector<float> t(iters);
+  for (int i = 0; i < iters; ++i) CUDA_OK(cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]));
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(t.begin(), t.end());
+  return t[iters / 2];
+}
+
+// n bf16 values from the device, as floats.
+inline std::vector<float> downloadBf16(const void* p, size_t n) {
+  std::vector<__nv_bfloat16> h(n);
+  CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(h[i]);
+  return f;
+}
+
+}  // namespace bench
