@@ -40,13 +40,16 @@ Mat reference(const Mat& a, const Mat& b) {
   return c;
 }
 
-// One tile of C = A * B (bm x bn), waiting before each k step of A.
+// One tile of C = A * B (bm x bn), waiting before each k step of A. Tiles of
+// the last row take `lastRowDelay` longer, so consumers run while they are missing.
 template <class V>
-void gemmTiles(const V& v, emu::Block& blk, const Mat& A, const Mat& B, Mat& C) {
+void gemmTiles(const V& v, emu::Block& blk, const Mat& A, const Mat& B, Mat& C,
+               std::chrono::microseconds lastRowDelay = std::chrono::microseconds(0)) {
   const uint32_t bm = v.shape.tile.y, bn = v.shape.tile.x, bk = v.shape.tile.z ? v.shape.tile.z : 8;
   for (;;) {
     const TileWork w = emu::tile(v, blk);
     if (!w.valid) return;
+    if (w.tile.y + 1 == v.shape.grid.y) std::this_thread::sleep_for(lastRowDelay);
     std::vector<double> acc(size_t(bm) * bn, 0.0);
     for (uint32_t k0 = 0; k0 < uint32_t(A.cols); k0 += bk) {
       emu::wait(v, w, Read{k0, w.tile.y * bm, 0, 0});
@@ -324,3 +327,57 @@ void runDelayedProducer(int consumerOpts, bool expectDeadlock) {
 
 TEST(EmulatorDeadlock, WaitKernelLeftOutIsReported) { runDelayedProducer(AvoidWaitKernel, true); }
 TEST(EmulatorDeadlock, WaitKernelPreventsIt) { runDelayedProducer(NoOptimization, false); }
+
+// One producer feeding two consumers, and one consumer reading two producers
+// (its inputs 0 and 1), in every launch mode over several runs.
+TEST(EmulatorChain, FanOutAndFanIn) {
+  const int M = 24, K0 = 16, N = 32, N2 = 16;
+  const Dim3 tile(8, 8, 8);
+  for (LaunchMode mode : {LaunchMode::Serial, LaunchMode::Streams, LaunchMode::Pdl}) {
+    SCOPED_TRACE(toString(mode));
+    Stage<policy::NoSync, policy::TileSync, HostMemory> p1("p1", Dim3(N / 8, M / 8), tile);
+    Stage<policy::NoSync, policy::TileSync, HostMemory> p2("p2", Dim3(N / 8, M / 8), tile);
+    Stage<policy::TileSync, policy::NoSync, HostMemory> fanOut("fan-out", Dim3(N2 / 8, M / 8), tile);
+    Stage<policy::TileSync, policy::NoSync, HostMemory> fanIn("fan-in", Dim3(N2 / 8, M / 8), tile);
+    pair(p1, fanOut);  // p1 feeds two consumers
+    pair(p1, fanIn);   // fan-in input 0
+    pair(p2, fanIn);   // fan-in input 1
+    std::mt19937 rng(21);
+    emu::Emulator emu({3, 1});
+    emu::Pipeline pipe(emu, mode);
+    for (int run = 0; run < 3; ++run) {
+      Mat A = randomMat(M, K0, rng), B1 = randomMat(K0, N, rng), B2 = randomMat(K0, N, rng), W = randomMat(N, N2, rng);
+      Mat X1(M, N), X2(M, N), Y(M, N2), Z(M, N2);
+      std::fill(X2.v.begin(), X2.v.end(), std::nan(""));
+      std::fill(Y.v.begin(), Y.v.end(), std::nan(""));
+      std::fill(Z.v.begin(), Z.v.end(), std::nan(""));
+      pipe.launch(p1, [&](const auto& v, emu::Block& b) { gemmTiles(v, b, A, B1, X1); });
+      // p2's last row finishes late, so fan-in blocks run while it is missing.
+      pipe.launch(p2, [&](const auto& v, emu::Block& b) { gemmTiles(v, b, A, B2, X2, 20ms); });
+      pipe.launch(fanOut, [&](const auto& v, emu::Block& b) { gemmTiles(v, b, X1, W, Y); });
+      // Z = (X1 + X2) W: each step waits on both inputs before reading them.
+      pipe.launch(fanIn, [&](const auto& v, emu::Block& b) {
+        const TileWork w = emu::tile(v, b);
+        for (uint32_t i = 0; i < 8; ++i)
+          for (uint32_t j = 0; j < 8; ++j) {
+            const int r = w.tile.y * 8 + i, c = w.tile.x * 8 + j;
+            double acc = 0;
+            for (uint32_t k0 = 0; k0 < uint32_t(N); k0 += 8) {
+              emu::wait(v, w, Read{k0, w.tile.y * 8, 0, 0}, 0);
+              emu::wait(v, w, Read{k0, w.tile.y * 8, 0, 0}, 1);
+              for (uint32_t k = k0; k < k0 + 8; ++k) acc += (X1.at(r, k) + X2.at(r, k)) * W.at(k, c);
+            }
+            Z.at(r, c) = acc;
+          }
+      });
+      pipe.finish();
+      const auto rep = emu.run(30s);
+      ASSERT_TRUE(rep.ok) << rep.message;
+      const Mat R1 = reference(A, B1), R2 = reference(A, B2);
+      Mat S(M, N);
+      for (size_t i = 0; i < S.v.size(); ++i) S.v[i] = R1.v[i] + R2.v[i];
+      ASSERT_EQ(Y.v, reference(R1, W).v) << "run " << run;
+      ASSERT_EQ(Z.v, reference(S, W).v) << "run " << run;
+    }
+  }
+}
