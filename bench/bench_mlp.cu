@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cusync/error.h"
+#include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
 
 using namespace cusync_mlp;
@@ -168,11 +169,61 @@ double measureBandwidthTBs(cudaStream_t s, int iters) {
   return 2.0 * bytes / (ms * 1e-3) / 1e12;
 }
 
+// What one traced run of a variant shows (our GEMM kernels' per-tile
+// timelines; NaN for cuBLAS):
+//   tail:   GEMM1's tail, from the first SM running out of GEMM1 tiles to
+//           GEMM1's last tile (ms); idle: the SM-time share GEMM1 leaves idle
+//           over its span (part-empty waves);
+//   filled: the share of that idle SM-time in which GEMM2 tiles computed
+//           (their span minus their waits): the overlap achieved;
+//   g2start: when GEMM2's first tile began, after GEMM1's first (ms);
+//   wait:   mean and max time a GEMM2 tile spent waiting on GEMM1 (us).
+struct TraceStats {
+  double tailMs = NAN, idle = NAN, filled = NAN, g2StartMs = NAN, waitMeanUs = NAN, waitMaxUs = NAN;
+};
+
+TraceStats analyze(const std::vector<cusync_gemm::TileTrace>& t1, const std::vector<cusync_gemm::TileTrace>& t2,
+                   int sms) {
+  TraceStats st;
+  auto done = [](const cusync_gemm::TileTrace& r) { return r.start != 0 && r.end != 0; };
+  unsigned long long t0 = ~0ull, g1End = 0;
+  for (const auto& r : t1)
+    if (done(r)) t0 = std::min(t0, r.start), g1End = std::max(g1End, r.end);
+  if (g1End == 0) return st;
+  std::vector<unsigned long long> last(sms, t0);
+  for (const auto& r : t1)
+    if (done(r) && r.sm < unsigned(sms)) last[r.sm] = std::max(last[r.sm], r.end);
+  const unsigned long long tailStart = *std::min_element(last.begin(), last.end());
+  double idleNs = 0;
+  for (unsigned long long l : last) idleNs += double(g1End - l);
+  st.tailMs = double(g1End - tailStart) * 1e-6;
+  st.idle = idleNs / (double(sms) * double(g1End - t0));
+  double busyIn = 0, waitSum = 0, waitMax = 0;
+  unsigned long long g2Start = ~0ull;
+  int n2 = 0;
+  for (const auto& r : t2) {
+    if (!done(r)) continue;
+    ++n2;
+    g2Start = std::min(g2Start, r.start);
+    waitSum += r.waitNs;
+    waitMax = std::max(waitMax, double(r.waitNs));
+    const unsigned long long b = std::max(r.start + r.waitNs, t0), e = std::min(r.end, g1End);
+    if (e > b) busyIn += double(e - b);
+  }
+  if (n2 == 0) return st;
+  st.filled = idleNs > 0 ? std::min(1.0, busyIn / idleNs) : 0.0;
+  st.g2StartMs = (double(g2Start) - double(t0)) * 1e-6;
+  st.waitMeanUs = waitSum / n2 * 1e-3;
+  st.waitMaxUs = waitMax * 1e-3;
+  return st;
+}
+
 struct Row {
   std::string model, variant;
   int64_t M;
   double ms, speedup, eff, err;
   bool ok;
+  TraceStats tr;
 };
 
 }  // namespace
@@ -285,6 +336,12 @@ int benchMlp(int argc, char** argv) {
     CUDA_OK(cudaStreamSynchronize(s));
     Mlp mlp(model, maxM);
     const Buffers b{X, W1, H, W2, Y};
+    // Per-tile trace buffers, sized for the smallest tiles (64 x 128).
+    const size_t traceN1 = size_t((maxM + 63) / 64) * size_t((d.N1 + 127) / 128);
+    const size_t traceN2 = size_t((maxM + 63) / 64) * size_t((d.N2 + 127) / 128);
+    cusync_gemm::TileTrace *tr1, *tr2;
+    CUDA_OK(cudaMalloc(&tr1, traceN1 * sizeof(cusync_gemm::TileTrace)));
+    CUDA_OK(cudaMalloc(&tr2, traceN2 * sizeof(cusync_gemm::TileTrace)));
     for (int64_t M : tokens) {
       std::fprintf(stderr, "[mlp] %s M=%lld (%s): checking and timing %zu variants\n", mname.c_str(), (long long)M,
                    mlp.configs(M).c_str(), specs.size());
@@ -314,6 +371,7 @@ int benchMlp(int argc, char** argv) {
       const double bytes = 2.0 * (double(d.N1) * d.K1 + double(d.N2) * d.K2 + double(M) * d.K1 + double(M) * d.N2);
       const double roofMs = checkOnly ? 0 : std::max(flops / (peak * 1e12), bytes / (bw * 1e12)) * 1e3;
       std::vector<double> ms(specs.size(), INFINITY);
+      std::vector<TraceStats> traces(specs.size());
       Detail det{mname, M, mlp.configs(M), NAN, NAN, NAN, NAN, roofMs};
       if (!checkOnly) {
         for (int round = 0; round < 2; ++round) {
@@ -322,6 +380,20 @@ int benchMlp(int argc, char** argv) {
             const VariantSpec& sp = specs[i];
             ms[i] = std::min(ms[i], bench::medianMs([&](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s));
           }
+        }
+        // One traced run per variant (after timing: tracing adds a few stores per tile).
+        for (size_t i = 0; i < specs.size(); ++i) {
+          if (!ok[i] || specs[i].v == Variant::Cublas) continue;
+          CUDA_OK(cudaMemsetAsync(tr1, 0, traceN1 * sizeof(cusync_gemm::TileTrace), s));
+          CUDA_OK(cudaMemsetAsync(tr2, 0, traceN2 * sizeof(cusync_gemm::TileTrace), s));
+          Buffers bt = b;
+          bt.trace1 = tr1, bt.trace2 = tr2;
+          mlp.run(M, bt, specs[i].v, s, specs[i].o, specs[i].pdl);
+          CUDA_OK(cudaStreamSynchronize(s));
+          std::vector<cusync_gemm::TileTrace> h1(traceN1), h2(traceN2);
+          CUDA_OK(cudaMemcpy(h1.data(), tr1, h1.size() * sizeof(h1[0]), cudaMemcpyDeviceToHost));
+          CUDA_OK(cudaMemcpy(h2.data(), tr2, h2.size() * sizeof(h2[0]), cudaMemcpyDeviceToHost));
+          traces[i] = analyze(h1, h2, prop.multiProcessorCount);
         }
         det.g1 = bench::medianMs([&](int) { mlp.gemm1(M, b, s); }, iters, s);
         det.g2 = bench::medianMs([&](int) { mlp.gemm2(M, b, s); }, iters, s);
@@ -346,22 +418,28 @@ int benchMlp(int argc, char** argv) {
             std::printf("  %-18s FAILED check (err %.2e)\n", specs[i].name.c_str(), err[i]);
             continue;
           }
-          std::printf("  %-18s %8.3f ms  speedup %5.3f  roofline eff %4.2f  err %.1e\n", specs[i].name.c_str(), ms[i],
+          std::printf("  %-18s %8.3f ms  speedup %5.3f  roofline eff %4.2f  err %.1e", specs[i].name.c_str(), ms[i],
                       cublasMs / ms[i], roofMs / ms[i], err[i]);
+          const TraceStats& t = traces[i];
+          if (std::isfinite(t.tailMs))
+            std::printf("  | gemm1 tail %.3f ms, idle %2.0f%%, filled %2.0f%%, gemm2 from %.3f ms, wait/tile %.1f us (max %.0f)",
+                        t.tailMs, 100 * t.idle, 100 * t.filled, t.g2StartMs, t.waitMeanUs, t.waitMaxUs);
+          std::printf("\n");
         }
       }
       std::fflush(stdout);
       for (size_t i = 0; i < specs.size(); ++i)
         rows.push_back({mname, specs[i].name, M, ms[i], checkOnly ? NAN : cublasMs / ms[i],
-                        checkOnly ? NAN : roofMs / ms[i], err[i], bool(ok[i])});
+                        checkOnly ? NAN : roofMs / ms[i], err[i], bool(ok[i]), traces[i]});
     }
-    cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y);
+    cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y), cudaFree(tr1), cudaFree(tr2);
   }
 
   // Summary: best cusync variant per M, geomean speedups.
   if (!checkOnly) {
     std::printf("\nsummary (speedup = best cuBLAS ms / ms; eff = roofline ms / ms)\n");
-    std::printf("%-6s %6s %9s %18s %9s %8s %5s\n", "model", "M", "cublas", "best cusync", "ms", "speedup", "eff");
+    std::printf("%-6s %6s %9s %18s %9s %8s %5s %10s %6s %7s %9s\n", "model", "M", "cublas", "best cusync", "ms", "speedup",
+                "eff", "g1tail_ms", "idle", "filled", "wait_us");
     for (const auto& mname : models) {
       double logSum = 0;
       int n = 0;
@@ -378,8 +456,9 @@ int benchMlp(int argc, char** argv) {
           if (!best || r.ms < best->ms) best = &r;
         }
         if (!best || !cb) continue;
-        std::printf("%-6s %6lld %9.3f %18s %9.3f %8.3f %5.2f\n", mname.c_str(), (long long)M, cb->ms,
-                    best->variant.c_str(), best->ms, best->speedup, best->eff);
+        std::printf("%-6s %6lld %9.3f %18s %9.3f %8.3f %5.2f %10.3f %5.0f%% %6.0f%% %9.1f\n", mname.c_str(), (long long)M,
+                    cb->ms, best->variant.c_str(), best->ms, best->speedup, best->eff, best->tr.tailMs,
+                    100 * best->tr.idle, 100 * best->tr.filled, best->tr.waitMeanUs);
         logSum += std::log(best->speedup);
         ++n;
       }
@@ -403,9 +482,12 @@ int benchMlp(int argc, char** argv) {
       const Row& r = rows[i];
       std::fprintf(f,
                    "    {\"model\": \"%s\", \"M\": %lld, \"variant\": \"%s\", \"ms\": %s, \"speedup\": %s, "
-                   "\"roofline_eff\": %s, \"rel_err\": %s, \"ok\": %s}%s\n",
+                   "\"roofline_eff\": %s, \"rel_err\": %s, \"ok\": %s, \"gemm1_tail_ms\": %s, \"gemm1_idle\": %s, "
+                   "\"tail_filled\": %s, \"gemm2_start_ms\": %s, \"wait_per_tile_us\": %s, \"wait_max_us\": %s}%s\n",
                    r.model.c_str(), (long long)r.M, r.variant.c_str(), num(r.ms).c_str(), num(r.speedup).c_str(),
-                   num(r.eff).c_str(), num(r.err).c_str(), r.ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
+                   num(r.eff).c_str(), num(r.err).c_str(), r.ok ? "true" : "false", num(r.tr.tailMs).c_str(),
+                   num(r.tr.idle).c_str(), num(r.tr.filled).c_str(), num(r.tr.g2StartMs).c_str(),
+                   num(r.tr.waitMeanUs).c_str(), num(r.tr.waitMaxUs).c_str(), i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ],\n  \"singles\": [\n");
     for (size_t i = 0; i < details.size(); ++i) {

@@ -52,7 +52,23 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   the epilogue and posts the tile once. Uses a per-stage device workspace
 //   (tiles x (splits - 1) x 32 KiB), allocated on first use and kept.
 //   T64x256SplitK: the same with 64x256 tiles (less A traffic per B byte).
-enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK };
+//   T128x256StreamK: 128x256 tiles, stream-K schedule: one block per SM, each
+//   owning an equal share of all tiles' k-iterations in stage order, so no
+//   wave runs part empty. A tile cut between blocks is finished (fp32
+//   partials added in block order, deterministic; epilogue; one post) by the
+//   block holding its first k-block. Per-stage workspace: blocks x 128 KiB.
+enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK, T128x256StreamK };
+
+// One tile's timeline, written when GemmArgs::trace is set (for analysis of
+// pipelines: tail length, time spent waiting, overlap). Times are the GPU's
+// global timer in ns. A tile cut by split-K or stream-K is recorded by the
+// part that starts at k = 0 (start, waits) and the block that finishes it (end).
+struct TileTrace {
+  unsigned long long start;  // the producer thread took the tile
+  unsigned long long end;    // stores issued and the tile posted
+  unsigned int waitNs;       // spent in cusync waits before the tile's A loads
+  unsigned int sm;           // SM of the block that finished the tile
+};
 
 struct GemmArgs {
   int64_t M = 0, N = 0, K = 0;
@@ -64,6 +80,7 @@ struct GemmArgs {
   Epilogue epilogue = Epilogue::Identity;
   const void* bias = nullptr;      // [N], type of C
   const void* residual = nullptr;  // [M, N], type of C
+  TileTrace* trace = nullptr;      // optional: one record per stage tile (by position in the tile order)
   TileConfig config = TileConfig::Auto;
   int splitK = 0;  // T64x128SplitK / T64x256SplitK only: number of K splits (clamped to [1, ceil(K / 64)]); 0 = heuristic
 };
@@ -79,7 +96,8 @@ TileShape tileShape(TileConfig c);
 // The heuristic: a configuration for this shape on a GPU with numSMs SMs.
 // Never returns Auto.
 // chooseConfig(M, N, K, SMs): the 128-row configurations only (T128x128,
-// T128x256), as before split K existed, for launchers that handle only those.
+// T128x256, T128x256StreamK): a launch cost model over waves, for pipelines
+// whose stages need 128-row tiles.
 // chooseConfig(..., allowSplitK = true): the full heuristic, which also picks
 // T64x128SplitK where 128-row tiles cannot fill the SMs (small M); Auto in
 // resolveConfig() and gemm() uses it.
@@ -108,7 +126,8 @@ cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c);
 cusync::Dim3 stageTile(TileConfig c);
 
 // Blocks of a persistent launch of `a` with configuration c (resolved):
-// min(SMs, work units), work units = tiles (x splits for T64x128SplitK).
+// min(SMs, work units), work units = tiles (x splits for T64x128SplitK;
+// x k-blocks for T128x256StreamK).
 // A stage's view() must always be taken with this count.
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 

@@ -26,6 +26,7 @@ const char* toString(TileConfig c) {
     case TileConfig::Auto: return "auto";
     case TileConfig::T128x128: return "128x128";
     case TileConfig::T128x256: return "128x256";
+    case TileConfig::T128x256StreamK: return "128x256-streamk";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
     case TileConfig::T64x256SplitK: return "64x256-splitk";
   }
@@ -47,6 +48,7 @@ TileShape tileShape(TileConfig c) {
   switch (c) {
     case TileConfig::T128x128: return {128, 128, 64};
     case TileConfig::T128x256: return {128, 256, 64};
+    case TileConfig::T128x256StreamK: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
     case TileConfig::T64x256SplitK: return {64, 256, 64};
     case TileConfig::Auto: break;
@@ -55,8 +57,8 @@ TileShape tileShape(TileConfig c) {
 }
 
 bool configImplemented(TileConfig c) {
-  return c == TileConfig::T128x128 || c == TileConfig::T128x256 || c == TileConfig::T64x128SplitK ||
-         c == TileConfig::T64x256SplitK;
+  return c == TileConfig::T128x128 || c == TileConfig::T128x256 || c == TileConfig::T128x256StreamK ||
+         c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK;
 }
 
 namespace {
@@ -88,7 +90,10 @@ uint32_t splitCount(const GemmArgs& a, int numSMs) { return splitCount(a, resolv
 
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
   const cusync::Dim3 g = stageGrid(a, c);
-  const uint64_t units = static_cast<uint64_t>(g.count()) * splitCount(a, c, numSMs);
+  // Stream-K: one block per SM, unless there are fewer k-iterations than SMs.
+  const uint64_t units = c == TileConfig::T128x256StreamK
+                             ? static_cast<uint64_t>(g.count()) * static_cast<uint64_t>(cdiv(a.K, 64))
+                             : static_cast<uint64_t>(g.count()) * splitCount(a, c, numSMs);
   return static_cast<uint32_t>(std::min<uint64_t>(units, static_cast<uint64_t>(numSMs)));
 }
 
@@ -97,30 +102,31 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) { return ch
 TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK) {
   if (M < 1 || N < 1 || numSMs < 1) bad("chooseConfig: M, N and the SM count must be positive");
   if (K < 1) K = 64;
-  // Cost = full waves x tile area / relative efficiency of the tile shape.
-  // 128x256 reads 25% fewer operand bytes per FLOP than 128x128, and ran
-  // 1.2-1.4x faster per FLOP on the H100 (kernels/gemm/NOTES.md).
-  struct Cand {
-    TileConfig c;
-    double eff;
-  };
-  const Cand cands[] = {{TileConfig::T128x256, 1.0}, {TileConfig::T128x128, 0.75}};
-  TileConfig best = TileConfig::T128x128;
-  double bestCost = 0;
-  bool first = true;
-  for (const Cand& cd : cands) {
-    const TileShape t = tileShape(cd.c);
-    const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((N + t.bn - 1) / t.bn);
-    const int64_t waves = (tiles + numSMs - 1) / numSMs;
-    const double cost = static_cast<double>(waves) * t.bm * t.bn / cd.eff;
-    if (first || cost < bestCost) best = cd.c, bestCost = cost, first = false;
-  }
+  // Cost in units of one 128x256 tile's time: a data-parallel launch takes as
+  // many tile times as it has waves (the last one often part empty); 128x128
+  // tiles ran at 0.75 of 128x256's rate per FLOP on the H100 (NOTES.md v3).
+  // Stream-K spreads the k-iterations evenly over the SMs, so it costs the
+  // exact share of work plus a fixup: partials written and re-read by the
+  // finishing block, and a pipeline fill per extra segment (about 4 of a
+  // tile's k-blocks).
+  const double sms = numSMs;
+  const int64_t kIters = cdiv(K, 64);
+  const int64_t t256 = cdiv(M, 128) * cdiv(N, 256);
+  const int64_t t128 = cdiv(M, 128) * cdiv(N, 128);
+  const double dp256 = static_cast<double>(cdiv(t256, numSMs));
+  const double dp128 = static_cast<double>(cdiv(t128, numSMs)) * 0.5 / 0.75;
+  const double sk256 = static_cast<double>(t256) / sms + 0.08 + 4.0 / static_cast<double>(kIters);
+  TileConfig best = TileConfig::T128x256;
+  double bestCost = dp256;
+  if (dp128 < bestCost) best = TileConfig::T128x128, bestCost = dp128;
+  // Stream-K only for a clear gain: its L2 locality and finisher waits are not in the model.
+  if (sk256 < 0.97 * bestCost) best = TileConfig::T128x256StreamK, bestCost = sk256;
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
   // exist to pull the weights at full bandwidth, and K has at least 24
   // k-blocks (at K = 1024 it lost to 128x128: 1.45x against 1.31x cuBLAS).
   // At M = 256 it lost on every shape (1.5-2.4x against 1.1-1.5x).
-  if (allowSplitK && M <= 64 && cdiv(K, 64) >= 24) best = TileConfig::T64x128SplitK;
+  if (allowSplitK && M <= 64 && kIters >= 24) best = TileConfig::T64x128SplitK;
   return best;
 }
 
@@ -219,19 +225,20 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
   return m;
 }
 
-SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems, cudaStream_t stream) {
+SplitBuffers splitBuffers(const void* key, SplitKind kind, uint32_t tiles, uint32_t splits, uint32_t tileElems,
+                          cudaStream_t stream) {
   struct Entry {
     SplitBuffers b;
     size_t flagsCount = 0, partialElems = 0;
   };
   static std::mutex mu;
-  static std::map<std::pair<int, const void*>, Entry> cache;
+  static std::map<std::tuple<int, const void*, SplitKind>, Entry> cache;
   int dev = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
   const size_t flagsCount = 2 * static_cast<size_t>(tiles);
   const size_t partialElems = static_cast<size_t>(tiles) * (splits > 1 ? splits - 1 : 0) * tileElems;
   std::lock_guard<std::mutex> lock(mu);
-  Entry& en = cache[{dev, key}];
+  Entry& en = cache[{dev, key, kind}];
   if (en.b.counter != nullptr && en.flagsCount >= flagsCount && en.partialElems >= partialElems) return en.b;
   // Grow: the old buffers may still be in use by queued launches, so they are
   // left allocated. Allocation is allowed while a stream is being captured.

@@ -179,10 +179,10 @@ struct Mlp::Impl {
     cusync_gemm::GemmArgs a;
     a.M = M;
     if (which == 1) {
-      a.N = d.N1, a.K = d.K1, a.A = b.X, a.B = b.W1, a.C = b.H;
+      a.N = d.N1, a.K = d.K1, a.A = b.X, a.B = b.W1, a.C = b.H, a.trace = b.trace1;
       a.epilogue = model == Model::GPT3 ? cusync_gemm::Epilogue::Gelu : cusync_gemm::Epilogue::SwiGLU;
     } else {
-      a.N = d.N2, a.K = d.K2, a.A = b.H, a.B = b.W2, a.C = b.Y;
+      a.N = d.N2, a.K = d.K2, a.A = b.H, a.B = b.W2, a.C = b.Y, a.trace = b.trace2;
     }
     return a;
   }

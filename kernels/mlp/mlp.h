@@ -34,6 +34,10 @@
 
 #include <cuda_runtime_api.h>
 
+namespace cusync_gemm {
+struct TileTrace;
+}
+
 namespace cusync_mlp {
 
 enum class Model { GPT3, LLaMA };
@@ -79,6 +83,11 @@ struct Buffers {
   void* H = nullptr;         // [M, K2] bf16 (intermediate, written by every variant)
   const void* W2 = nullptr;  // [N2, K2] bf16
   void* Y = nullptr;         // [M, N2] bf16
+  // Optional, for analysis: per-tile timelines of GEMM1 and GEMM2 (our
+  // kernels only; cuBLAS records nothing), indexed by the tile's position in
+  // its stage order. Size each for (ceil(M / 64) x ceil(N / 128)) records.
+  cusync_gemm::TileTrace* trace1 = nullptr;
+  cusync_gemm::TileTrace* trace2 = nullptr;
 };
 
 // One MLP block for one model. Keeps the cusync stages (one pair per M,

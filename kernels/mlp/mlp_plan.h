@@ -22,7 +22,7 @@ struct GemmPlan {
   cusync_gemm::GemmArgs args;  // shapes, epilogue and resolved config (pointers unset)
   cusync::Dim3 grid;           // stage grid (x over output column tiles, y over row tiles)
   cusync::Dim3 tile;           // stage tile {output columns, rows, BK}
-  uint32_t blocks = 0;         // persistent blocks: min(SMs, tiles)
+  uint32_t blocks = 0;         // persistent blocks (cusync_gemm::persistentBlocks)
   Order order = Order::Grouped;
   int opts = cusync::NoOptimization;
 };
@@ -58,16 +58,13 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
   a2.K = d.K2;
   a2.epilogue = cusync_gemm::Epilogue::Identity;
   a2.config = cusync_gemm::chooseConfig(M, d.N2, d.K2, sms);
-  // The synced pairs use the 128-row configurations (one tile = one post);
-  // a split-K choice of the heuristic falls back to 128x128.
-  for (cusync_gemm::GemmArgs* a : {&a1, &a2})
-    if (a->config != cusync_gemm::TileConfig::T128x256 && a->config != cusync_gemm::TileConfig::T128x128)
-      a->config = cusync_gemm::TileConfig::T128x128;
+  // The heuristic's 128-row choice: 128x128, 128x256, or 128x256 stream-K
+  // where a part-empty last wave would idle SMs (then every block owns an
+  // equal share of k-iterations, and a tile is posted once, when finished).
   for (GemmPlan* g : {&p.g1, &p.g2}) {
     g->grid = cusync_gemm::stageGrid(g->args, g->args.config);
     g->tile = cusync_gemm::stageTile(g->args.config);
-    const uint32_t tiles = g->grid.count();
-    g->blocks = tiles < static_cast<uint32_t>(sms) ? tiles : static_cast<uint32_t>(sms);
+    g->blocks = cusync_gemm::persistentBlocks(g->args, g->args.config, sms);
     g->order = o;
   }
   // SwiGLU halves the columns: a producer tile of BN accumulator columns

@@ -15,10 +15,12 @@ class SyncedPairImpl final : public SyncedPair {
     a1.A = b.X;
     a1.B = b.W1;
     a1.C = b.H;
+    a1.trace = b.trace1;
     cusync_gemm::GemmArgs a2 = st_.plan.g2.args;
     a2.A = b.H;
     a2.B = b.W2;
     a2.C = b.Y;
+    a2.trace = b.trace2;
     launchStage(a1, st_.prod, st_.plan.g1.blocks, 0, s, mode);
     launchStage(a2, st_.cons, st_.plan.g2.blocks, 1, s, mode);
   }

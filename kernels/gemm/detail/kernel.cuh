@@ -37,13 +37,40 @@ struct UnitWork {
   uint32_t pos = 0;    // the tile's position in the stage order
 };
 
-// Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
+// How a launch turns tiles into work units.
+//   Tiles:   one unit per tile, from the stage's dispenser.
+//   SplitK:  units (tile, split) from a per-stage counter, all splits of a tile adjacent.
+//   StreamK: data-parallel tiles first (block b takes tiles b, b + G, ...),
+//            then the last G + (tiles mod G) tiles (all of them when there are
+//            fewer than 2G) as one stream of I = tiles x kIters k-iterations,
+//            block b owning [b I / G, (b + 1) I / G). Every block gets the
+//            same work whatever the tile count (no part-empty last wave), and
+//            the tiles in flight stay a contiguous run of the stage order (L2
+//            reuse). A tile cut between blocks is finished by the block that
+//            holds its first k-block, which computes it last in its range.
+enum class Sched { Tiles, SplitK, StreamK };
+
+// Split-K / stream-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
 struct SplitParams {
-  unsigned long long* counter = nullptr;  // unit tickets of the current run; reset by the last taker
-  uint32_t* flags = nullptr;              // per (tile position, consumer warpgroup): partials written
-  float* partials = nullptr;              // [pos][split < S - 1][warpgroup][fragment] fp32
+  unsigned long long* counter = nullptr;  // SplitK: unit tickets of the current run; reset by the last taker
+  uint32_t* flags = nullptr;              // SplitK: per (tile position, warpgroup); StreamK: per (block, warpgroup)
+  float* partials = nullptr;              // SplitK: [pos][split < S - 1][warpgroup][fragment]; StreamK: [block][warpgroup][fragment]
   uint32_t splits = 1, units = 0, unitsPerRun = 0;
+  uint32_t dpTiles = 0;                   // StreamK: data-parallel tiles (a multiple of the grid)
+  uint64_t iters = 0;                     // StreamK: k-iterations of the stream part
 };
+
+// StreamK: the block whose range holds iteration `it` of the stream part
+// (ranges [b I / G, (b + 1) I / G)).
+__host__ __device__ __forceinline__ uint32_t streamKOwner(uint64_t it, uint64_t iters, uint32_t blocks) {
+  return static_cast<uint32_t>(((it + 1) * blocks - 1) / iters);
+}
+
+// StreamK: how many leading tiles (in stage order) run data-parallel.
+__host__ __device__ __forceinline__ uint32_t streamKDataParallelTiles(uint32_t tiles, uint32_t blocks) {
+  if (tiles < 2 * blocks) return 0;
+  return tiles - blocks - tiles % blocks;
+}
 
 template <int BN, int BM = 128>
 struct Ring {
@@ -60,6 +87,7 @@ struct Ring {
 struct EpiParams {
   const void* bias;
   const void* residual;
+  TileTrace* trace;
   int64_t M, N, K;
 };
 
@@ -82,6 +110,17 @@ __device__ __forceinline__ float geluTanh(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   return 0.5f * x * (1.0f + tanhf(u));
 }
+__device__ __forceinline__ unsigned long long globalTimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned int smId() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
 
 // Shared-memory matrix descriptor for wgmma, 128-byte swizzle.
@@ -255,11 +294,14 @@ __device__ __forceinline__ void epilogue(float (&acc)[BN / 2], T* C, const EpiPa
 // in split order (deterministic), runs the epilogue, takes one stage ticket and
 // posts the tile once. Every block takes one stage ticket at start (its run
 // number), so a run takes numTiles + blocks stage tickets as the stage expects.
-template <class T, int BM, int BN, int TransB, bool Split, Epilogue E, class In, class Out>
+template <class T, int BM, int BN, int TransB, Sched Sc, Epilogue E, class In, class Out>
 __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorMap& tmB, T* C, const EpiParams& p,
                                          const cusync::StageView<In, Out>& view, const SplitParams& sp) {
 #if CUSYNC_GEMM_SM90A
   static_assert(BM == 128 || BM == 64, "BM");
+  static_assert((Sc == Sched::SplitK) == (BM == 64), "64-row tiles go with split K");
+  constexpr bool Split = Sc == Sched::SplitK;
+  constexpr bool StreamK = Sc == Sched::StreamK;
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
   using R = Ring<BN, BM>;
   constexpr int S = R::kStages;
@@ -289,10 +331,36 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
       cusync::TileWork start{};
-      if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
+      if constexpr (Split || StreamK) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
+      uint64_t skIt = 0, skEnd = 0;
+      uint32_t dpNext = blockIdx.x;
+      if constexpr (StreamK) {
+        skIt = sp.iters * blockIdx.x / gridDim.x;
+        skEnd = sp.iters * (blockIdx.x + 1) / gridDim.x;
+      }
       for (;;) {
         UnitWork u;
-        if constexpr (Split) {
+        if constexpr (StreamK) {
+          u.w = start;
+          u.w.valid = dpNext < sp.dpTiles || skIt < skEnd;
+          if (dpNext < sp.dpTiles) {
+            u.pos = dpNext;
+            u.kb0 = 0;
+            u.kb1 = kIters;
+            dpNext += gridDim.x;
+          } else if (skIt < skEnd) {
+            u.pos = sp.dpTiles + static_cast<uint32_t>(skIt / static_cast<uint64_t>(kIters));
+            u.kb0 = static_cast<int32_t>(skIt % static_cast<uint64_t>(kIters));
+            const uint64_t left = skEnd - skIt;
+            u.kb1 = left < static_cast<uint64_t>(kIters - u.kb0) ? u.kb0 + static_cast<int32_t>(left) : kIters;
+            skIt += static_cast<uint64_t>(u.kb1 - u.kb0);
+          }
+          if (u.w.valid) {
+            u.w.index = u.pos;
+            const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
+            u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
+          }
+        } else if constexpr (Split) {
           const unsigned long long t = atomicAdd(sp.counter, 1ull);
           if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);  // the run's last unit ticket
           u.w = start;
@@ -322,6 +390,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         const int32_t m0 = static_cast<int32_t>(work.tile.y * BM);
         const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
         const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+        const unsigned long long tTook = p.trace != nullptr ? globalTimer() : 0;
+        unsigned int waited = 0;
         for (int kb = u.kb0; kb < u.kb1; ++kb) {
           if (kb > u.kb0) mbarWait(&empty[stage], phase ^ 1);
           unsigned char* sa = smem + stage * R::kStageBytes;
@@ -340,11 +410,21 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
                                               &full[stage]);
             }
           }
-          cusync::waitElected(view, work, cusync::Read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart},
-                              0, cusync::Reader::AsyncProxy);
+          const cusync::Read read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart};
+          if (p.trace != nullptr) {
+            const unsigned long long t0 = globalTimer();
+            cusync::waitElected(view, work, read, 0, cusync::Reader::AsyncProxy);
+            waited += static_cast<unsigned int>(globalTimer() - t0);
+          } else {
+            cusync::waitElected(view, work, read, 0, cusync::Reader::AsyncProxy);
+          }
           const int32_t ca[2] = {k0, m0};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
           if (++stage == S) stage = 0, phase ^= 1;
+        }
+        if (p.trace != nullptr && u.kb0 == 0) {
+          p.trace[work.index].start = tTook;
+          p.trace[work.index].waitNs = waited;
         }
       }
     }
@@ -430,15 +510,61 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
+      if constexpr (StreamK) {
+        if (u.kb0 != 0 || u.kb1 != kIters) {
+          // A tile cut between blocks. Its later parts start other blocks'
+          // ranges (each range starts at most one such part, so a part's
+          // slot is its block's); its first part is the last of this range.
+          constexpr int R4 = WN / 8;  // float4 per thread
+          const int t = threadIdx.x % 128;
+          float4* const part = reinterpret_cast<float4*>(sp.partials);
+          auto slot = [&](uint32_t b) { return part + (static_cast<size_t>(b) * 2 + cw) * (128 * R4); };
+          if (u.kb0 != 0) {
+            float4* dst = slot(blockIdx.x);
+#pragma unroll
+            for (int r = 0; r < R4; ++r)
+              __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            if (t == 0) {
+              cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+              cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(sp.flags[blockIdx.x * 2 + cw])
+                  .store(1u, cuda::memory_order_release);
+            }
+            continue;
+          }
+          const uint64_t lastIt = (static_cast<uint64_t>(u.pos - sp.dpTiles) + 1) * static_cast<uint64_t>(kIters) - 1;
+          const uint32_t lastBlock = streamKOwner(lastIt, sp.iters, gridDim.x);
+          if (t == 0) {
+            for (uint32_t b = blockIdx.x + 1; b <= lastBlock; ++b) {
+              cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[b * 2 + cw]);
+              while (fl.load(cuda::memory_order_acquire) == 0u) __nanosleep(32);
+              fl.store(0u, cuda::memory_order_relaxed);  // its only writer this run has written
+            }
+          }
+          asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+          for (uint32_t b = blockIdx.x + 1; b <= lastBlock; ++b) {
+            const float4* src = slot(b);
+#pragma unroll
+            for (int r = 0; r < R4; ++r) {
+              const float4 v = __ldcg(src + r * 128 + t);
+              acc[4 * r] += v.x, acc[4 * r + 1] += v.y, acc[4 * r + 2] += v.z, acc[4 * r + 3] += v.w;
+            }
+          }
+        }
+      }
       epilogue<T, WN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * BM + cw * kRowOff,
                          static_cast<int64_t>(work.tile.x) * BN + cw * kColOff);
-      if constexpr (Split) {
+      if constexpr (Split || StreamK) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
         if (threadIdx.x == 128) (void)cusync::tileElected(view);
       }
       if constexpr (!cusync::policy::isNoSync<Out>) {
         consumerBarrier();
         if (threadIdx.x == 128) cusync::postElected(view, work);
+      }
+      if (p.trace != nullptr && threadIdx.x == 128) {
+        p.trace[work.index].end = globalTimer();
+        p.trace[work.index].sm = smId();
       }
     }
   }
@@ -450,7 +576,15 @@ template <class T, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __launch_bounds__(kThreads, 1)
     gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
                const __grid_constant__ cusync::StageView<In, Out> view) {
-  gemmBody<T, 128, BN, TransB, false, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
+  gemmBody<T, 128, BN, TransB, Sched::Tiles, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
+}
+
+// 128-row tiles scheduled stream-K (T128x256StreamK); smem Ring<BN>.
+template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemmKernelStreamK(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,
+                      EpiParams p, const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
+  gemmBody<T, 128, BN, TransB, Sched::StreamK, E, In, Out>(tmA, tmB, C, p, view, sp);
 }
 
 // 64-row tiles with split K (T64x128SplitK: BN = 128, T64x256SplitK: BN = 256); smem Ring<BN, 64>.
@@ -458,7 +592,7 @@ template <class T, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __launch_bounds__(kThreads, 1)
     gemmKernelSplit(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,
                     EpiParams p, const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
-  gemmBody<T, 64, BN, TransB, true, E, In, Out>(tmA, tmB, C, p, view, sp);
+  gemmBody<T, 64, BN, TransB, Sched::SplitK, E, In, Out>(tmA, tmB, C, p, view, sp);
 }
 
 }  // namespace cusync_gemm::detail

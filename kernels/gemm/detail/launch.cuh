@@ -27,57 +27,92 @@ void prepareKernel(K* k, int smem) {
     throwCuda(e, "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
-template <class T, int BM, int BN, int TB, bool Split, Epilogue E, class In, class Out>
-void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
-  static_assert(Split ? BM == 64 : BM == 128, "BM 64 goes with split K");
-  constexpr int smem = Ring<BN, BM>::kSmemRequest;
-  constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
-  const CUtensorMap tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, BM);
-  const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, BN) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
-  EpiParams p{a.bias, a.residual, a.M, a.N, a.K};
-  if constexpr (Split) {
-    auto* k = gemmKernelSplit<T, BN, TB, E, In, Out>;
-    static const int ready = (prepareKernel(k, smem), 1);
-    (void)ready;
-    SplitParams sp{};
+// The kernel of a schedule and its split-K / stream-K parameters.
+template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
+constexpr auto kernelFor() {
+  if constexpr (Sc == Sched::SplitK) return gemmKernelSplit<T, BN, TB, E, In, Out>;
+  else if constexpr (Sc == Sched::StreamK) return gemmKernelStreamK<T, BN, TB, E, In, Out>;
+  else return gemmKernel<T, BN, TB, E, In, Out>;
+}
+
+// The per-stage workspace of a split-K or stream-K launch of `a` in `view` with `blocks` blocks.
+template <int BM, int BN, Sched Sc, class In, class Out>
+SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
+  SplitParams sp{};
+  if constexpr (Sc == Sched::SplitK) {
     const uint32_t S = splitCount(a, BN == 256 ? TileConfig::T64x256SplitK : TileConfig::T64x128SplitK, currentDevice().sms);
-    const SplitBuffers w = splitBuffers(view.tickets, view.numTiles, S, BM * BN, s);
+    const SplitBuffers w = splitBuffers(view.tickets, SplitKind::SplitK, view.numTiles, S, BM * BN, s);
     sp.counter = w.counter;
     sp.flags = w.flags;
     sp.partials = w.partials;
     sp.splits = S;
     sp.units = view.numTiles * S;
     sp.unitsPerRun = sp.units + blocks;
-    k<<<blocks, kThreads, smem, s>>>(tmA, tmB, static_cast<T*>(a.C), p, view, sp);
-  } else {
-    auto* k = gemmKernel<T, BN, TB, E, In, Out>;
-    static const int ready = (prepareKernel(k, smem), 1);
-    (void)ready;
-    k<<<blocks, kThreads, smem, s>>>(tmA, tmB, static_cast<T*>(a.C), p, view);
+  } else if constexpr (Sc == Sched::StreamK) {
+    // One partial slot and one flag pair per block.
+    const SplitBuffers w = splitBuffers(view.tickets, SplitKind::StreamK, blocks, 2, BM * BN, s);
+    sp.flags = w.flags;
+    sp.partials = w.partials;
+    sp.dpTiles = streamKDataParallelTiles(view.numTiles, blocks);
+    sp.iters = static_cast<uint64_t>(view.numTiles - sp.dpTiles) * static_cast<uint64_t>((a.K + kBK - 1) / kBK);
   }
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) throwCuda(e, "gemm kernel launch");
+  return sp;
 }
 
-template <class T, int BM, int BN, int TB, bool Split, class In, class Out>
-void dispatchEpilogue(const GemmArgs& a, const cusync::StageView<In, Out>& v, uint32_t blocks, cudaStream_t s) {
+template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
+void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s,
+                  const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
+  static_assert((Sc == Sched::SplitK) == (BM == 64), "BM 64 goes with split K");
+  constexpr int smem = Ring<BN, BM>::kSmemRequest;
+  constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
+  const CUtensorMap tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, BM);
+  const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, BN) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
+  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K};
+  auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
+  static const int ready = (prepareKernel(k, smem), 1);
+  (void)ready;
+  T* C = static_cast<T*>(a.C);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  cfg.numAttrs = numAttrs;
+  cudaError_t e;
+  if constexpr (Sc == Sched::Tiles) {
+    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view);
+  } else {
+    const SplitParams sp = splitParams<BM, BN, Sc>(a, view, blocks, s);
+    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view, sp);
+  }
+  if (e != cudaSuccess) throwCuda(e, "gemm kernel launch");
+  if (cudaError_t l = cudaGetLastError(); l != cudaSuccess) throwCuda(l, "gemm kernel launch");
+}
+
+template <class T, int BM, int BN, int TB, Sched Sc, class In, class Out>
+void dispatchEpilogue(const GemmArgs& a, const cusync::StageView<In, Out>& v, uint32_t blocks, cudaStream_t s,
+                      const cudaLaunchAttribute* attrs, unsigned numAttrs) {
   switch (a.epilogue) {
-    case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Split, Epilogue::Identity>(a, v, blocks, s);
-    case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Split, Epilogue::Bias>(a, v, blocks, s);
-    case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Split, Epilogue::Gelu>(a, v, blocks, s);
-    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Split, Epilogue::SwiGLU>(a, v, blocks, s);
-    case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Split, Epilogue::Residual>(a, v, blocks, s);
+    case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Identity>(a, v, blocks, s, attrs, numAttrs);
+    case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Bias>(a, v, blocks, s, attrs, numAttrs);
+    case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Gelu>(a, v, blocks, s, attrs, numAttrs);
+    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, attrs, numAttrs);
+    case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Residual>(a, v, blocks, s, attrs, numAttrs);
   }
 }
 
 // One (type, B layout) family: every configuration and epilogue.
 template <class T, int TB, class In, class Out>
 void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
-                   cudaStream_t s) {
+                   cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
   switch (c) {
-    case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, false>(a, v, blocks, s);
-    case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, false>(a, v, blocks, s);
-    case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, true>(a, v, blocks, s);
-    case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, true>(a, v, blocks, s);
+    case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x256StreamK:
+      return dispatchEpilogue<T, 128, 256, TB, Sched::StreamK>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     default:
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                           std::string("tile configuration ") + toString(c) + " is not implemented");
@@ -86,11 +121,13 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
 
 template <class In, class Out>
 void dispatchAll(const GemmArgs& a, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
-                 cudaStream_t s) {
+                 cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
   const bool nk = a.bLayout == BLayout::NK;
   if (a.dtype == DType::BF16)
-    return nk ? dispatchTyped<__nv_bfloat16, 0>(a, c, v, blocks, s) : dispatchTyped<__nv_bfloat16, 1>(a, c, v, blocks, s);
-  return nk ? dispatchTyped<__half, 0>(a, c, v, blocks, s) : dispatchTyped<__half, 1>(a, c, v, blocks, s);
+    return nk ? dispatchTyped<__nv_bfloat16, 0>(a, c, v, blocks, s, attrs, numAttrs)
+              : dispatchTyped<__nv_bfloat16, 1>(a, c, v, blocks, s, attrs, numAttrs);
+  return nk ? dispatchTyped<__half, 0>(a, c, v, blocks, s, attrs, numAttrs)
+            : dispatchTyped<__half, 1>(a, c, v, blocks, s, attrs, numAttrs);
 }
 
 // Checks that a device of compute capability 9.0 is current.

@@ -81,8 +81,27 @@ TEST(GemmConfig, HeuristicPicksImplementedConfigs) {
 }
 
 TEST(GemmConfig, LargeShapesUseWideTiles) {
+  // 32 x 24 = 768 tiles: 5.8 waves, the last 82% full; stream-K's fixup costs more.
   EXPECT_EQ(chooseConfig(4096, 6144, 12288, 132), TileConfig::T128x256);
+  // 16 x 48 = 768 tiles.
   EXPECT_EQ(chooseConfig(2048, 12288, 6144, 132), TileConfig::T128x256);
+}
+
+TEST(GemmConfig, PartWavesUseStreamK) {
+  // gpt3-qkv M = 1024: 8 x 18 = 144 tiles of 128x256, 2 waves of which the second is 9% full.
+  EXPECT_EQ(chooseConfig(1024, 4608, 12288, 132), TileConfig::T128x256StreamK);
+  // gpt3-mlp1 M = 512: 96 tiles, 73% of the SMs.
+  EXPECT_EQ(chooseConfig(512, 6144, 12288, 132), TileConfig::T128x256StreamK);
+  // llama-wo M = 512: 4 x 32 = 128 tiles fill 97% of one wave, and 16 k-blocks make the fixup dear.
+  EXPECT_NE(chooseConfig(512, 8192, 1024, 132), TileConfig::T128x256StreamK);
+  GemmArgs a = good();
+  a.M = 1024, a.N = 4608, a.K = 12288;
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256StreamK, 132), 132u);
+  a.M = 5, a.N = 256, a.K = 512;  // one tile of 8 k-blocks: one block per k-block
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256StreamK, 132), 8u);
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x256StreamK), stageGrid(a, TileConfig::T128x256));
+  a.config = TileConfig::T128x256StreamK;
+  EXPECT_NO_THROW(checkArgs(a));
 }
 
 TEST(GemmConfig, OverrideWins) {

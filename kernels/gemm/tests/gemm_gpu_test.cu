@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -173,7 +174,11 @@ void runCase(const Case& c, int M, int N, int K, bool withBias) {
 
 std::string caseName(const Case& c) {
   return std::string(c.dt == DType::BF16 ? "bf16" : "fp16") + "_" + (c.bl == BLayout::NK ? "NK" : "KN") + "_" +
-         (c.cfg == TileConfig::T128x128 ? "128x128" : c.cfg == TileConfig::T128x256 ? "128x256" : c.cfg == TileConfig::T64x128SplitK ? "64x128splitK" : "64x256splitK") + "_" +
+         [&] {
+           std::string n = toString(c.cfg);
+           n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
+           return n;
+         }() + "_" +
          toString(c.epi);
 }
 
@@ -192,7 +197,8 @@ std::vector<Case> allCases() {
   std::vector<Case> v;
   for (DType dt : {DType::BF16, DType::FP16})
     for (BLayout bl : {BLayout::NK, BLayout::KN})
-      for (TileConfig cfg : {TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK})
+      for (TileConfig cfg : {TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK,
+                             TileConfig::T128x256StreamK})
         for (Epilogue e : {Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual})
           v.push_back({dt, bl, cfg, e});
   return v;
@@ -288,6 +294,20 @@ TEST(GemmGpuHooks, RowSyncPairSplitK256) {
                                          stageGrid(probe, TileConfig::T64x256SplitK).x);
 }
 
+// Stream-K on both sides: a producer tile cut between blocks is posted once,
+// by the block that finishes it; consumer parts wait from their first k.
+TEST(GemmGpuHooks, RowSyncPairStreamK) {
+  REQUIRE_HOPPER();
+  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256StreamK, TileConfig::T128x256StreamK, 0, 0,
+                                         stageGrid(probe, TileConfig::T128x256StreamK).x);
+}
+
+TEST(GemmGpuHooks, TileSyncPairStreamKProducerOnly) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256StreamK, TileConfig::T128x256, 0, 0, 1);
+}
+
 TEST(GemmGpuHooks, TileSyncPairSplitKConsumerOnly) {
   REQUIRE_HOPPER();
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x128, TileConfig::T64x128SplitK, 0, 3, 1);
@@ -313,7 +333,17 @@ TEST(GemmGpuSplitK, LargeKAuto) {
   runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::SwiGLU, 7}, 200, 1024, 4096, true);
 }
 
-// The reduction adds partials in split order: repeated runs are bit-identical.
+// Stream-K with many k-blocks per block, tiles cut at arbitrary k, and with
+// fewer k-iterations than SMs (one iteration per block).
+TEST(GemmGpuStreamK, CutsAnywhere) {
+  REQUIRE_HOPPER();
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256StreamK, Epilogue::Gelu}, 300, 1024, 4096, true);
+  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256StreamK, Epilogue::SwiGLU}, 1000, 1280, 1600, true);
+  runCase({DType::FP16, BLayout::NK, TileConfig::T128x256StreamK, Epilogue::Residual}, 5, 256, 512, true);
+}
+
+// The reductions add partials in a fixed order (split order; block order for
+// stream-K): repeated runs are bit-identical.
 TEST(GemmGpuSplitK, Deterministic) {
   REQUIRE_HOPPER();
   const int M = 100, N = 512, K = 2048;
@@ -324,15 +354,19 @@ TEST(GemmGpuSplitK, Deterministic) {
   Dev dA(hA.size() * 2), dB(hB.size() * 2), dC((size_t)M * N * 2);
   CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dB.p, hB.data(), hB.size() * 2, cudaMemcpyHostToDevice));
-  GemmArgs a;
-  a.M = M, a.N = N, a.K = K, a.A = dA.p, a.B = dB.p, a.C = dC.p, a.config = TileConfig::T64x128SplitK, a.splitK = 8;
-  std::vector<uint16_t> first((size_t)M * N), again((size_t)M * N);
-  for (int r = 0; r < 5; ++r) {
-    CK(cudaMemset(dC.p, 0xFF, (size_t)M * N * 2));
-    ASSERT_NO_THROW(gemm(a, nullptr));
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy((r == 0 ? first : again).data(), dC.p, first.size() * 2, cudaMemcpyDeviceToHost));
-    if (r > 0) EXPECT_EQ(first, again) << "run " << r;
+  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256StreamK}) {
+    SCOPED_TRACE(toString(cfg));
+    GemmArgs a;
+    a.M = M, a.N = N, a.K = K, a.A = dA.p, a.B = dB.p, a.C = dC.p, a.config = cfg;
+    a.splitK = cfg == TileConfig::T64x128SplitK ? 8 : 0;
+    std::vector<uint16_t> first((size_t)M * N), again((size_t)M * N);
+    for (int r = 0; r < 5; ++r) {
+      CK(cudaMemset(dC.p, 0xFF, (size_t)M * N * 2));
+      ASSERT_NO_THROW(gemm(a, nullptr));
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy((r == 0 ? first : again).data(), dC.p, first.size() * 2, cudaMemcpyDeviceToHost));
+      if (r > 0) EXPECT_EQ(first, again) << "run " << r;
+    }
   }
 }
 

@@ -97,7 +97,7 @@ TEST(MlpPlan, Geometry) {
   EXPECT_EQ(g.g1.blocks, uint32_t(kSms));
   const PairPlan one = planPair(Model::GPT3, 1, Variant::Pdl, Order::Auto, kSms);
   EXPECT_EQ(one.g1.grid.y, 1u);
-  EXPECT_LE(one.g1.blocks, one.g1.grid.count());
+  EXPECT_EQ(one.g1.blocks, cusync_gemm::persistentBlocks(one.g1.args, one.g1.args.config, kSms));
 }
 
 }  // namespace
