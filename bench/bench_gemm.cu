@@ -138,7 +138,7 @@ int benchGemm(int argc, char** argv) {
           "  --shape LIST   only these shapes (gpt3-mlp1,gpt3-mlp2,llama-mlp1,llama-mlp2,gpt3-qkv,gpt3-wo,\n"
           "                 llama-qkv,llama-wo)\n"
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x256,\n"
-          "                 128x256-streamk, 64x128-splitk, 64x256-splitk\n");
+          "                 128x256-splittail, 64x128-splitk, 64x256-splitk\n");
       return 0;
     } else if (a == "--m") {
       ms.clear();
@@ -157,7 +157,7 @@ int benchGemm(int argc, char** argv) {
       std::string c;
       while (std::getline(ss, c, ',')) {
         bool found = false;
-        for (TileConfig t : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T128x256StreamK,
+        for (TileConfig t : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T128x256SplitTail,
                              TileConfig::T64x128SplitK, TileConfig::T64x256SplitK})
           if (c == toString(t)) cfgs.push_back(t), found = true;
         if (!found) {
@@ -236,6 +236,8 @@ int benchGemm(int argc, char** argv) {
       if (used == TileConfig::T64x128SplitK || used == TileConfig::T64x256SplitK)
         usedName = std::string(used == TileConfig::T64x128SplitK ? "64x128" : "64x256") + "/s" +
                    std::to_string(splitCount(g, used, prop.multiProcessorCount));
+      if (used == TileConfig::T128x256SplitTail)
+        usedName = "128x256/t" + std::to_string(splitCount(g, used, prop.multiProcessorCount));
       auto ours = [&](int i) {
         GemmArgs a = g;
         a.A = A[i % copies], a.B = B[i % copies], a.C = C[i % copies];

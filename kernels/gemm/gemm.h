@@ -52,16 +52,15 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   the epilogue and posts the tile once. Uses a per-stage device workspace
 //   (tiles x (splits - 1) x 32 KiB), allocated on first use and kept.
 //   T64x256SplitK: the same with 64x256 tiles (less A traffic per B byte).
-//   T128x256StreamK: 128x256 tiles, stream-K schedule: one block per SM, each
-//   owning an equal share of all tiles' k-iterations in stage order, so no
-//   wave runs part empty. A tile cut between blocks is finished (fp32
-//   partials added in block order, deterministic; epilogue; one post) by the
-//   block holding its first k-block. Per-stage workspace: blocks x 128 KiB.
-enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK, T128x256StreamK };
+//   T128x256SplitTail: 128x256 tiles in whole waves, then the tiles of the
+//   last, part-empty wave each split into S parts (GemmArgs::splitK, or the
+//   heuristic's count) so that they fill the SMs; finished like split K.
+//   Workspace: tail tiles x (S - 1) x 128 KiB.
+enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK, T128x256SplitTail };
 
 // One tile's timeline, written when GemmArgs::trace is set (for analysis of
 // pipelines: tail length, time spent waiting, overlap). Times are the GPU's
-// global timer in ns. A tile cut by split-K or stream-K is recorded by the
+// global timer in ns. A tile cut by split K is recorded by the
 // part that starts at k = 0 (start, waits) and the block that finishes it (end).
 struct TileTrace {
   unsigned long long start;  // the producer thread took the tile
@@ -82,7 +81,7 @@ struct GemmArgs {
   const void* residual = nullptr;  // [M, N], type of C
   TileTrace* trace = nullptr;      // optional: one record per stage tile (by position in the tile order)
   TileConfig config = TileConfig::Auto;
-  int splitK = 0;  // T64x128SplitK / T64x256SplitK only: number of K splits (clamped to [1, ceil(K / 64)]); 0 = heuristic
+  int splitK = 0;  // split configurations only: number of K splits (clamped to [1, ceil(K / 64)]); 0 = heuristic
 };
 
 struct TileShape {
@@ -96,8 +95,8 @@ TileShape tileShape(TileConfig c);
 // The heuristic: a configuration for this shape on a GPU with numSMs SMs.
 // Never returns Auto.
 // chooseConfig(M, N, K, SMs): the 128-row configurations only (T128x128,
-// T128x256, T128x256StreamK): a launch cost model over waves, for pipelines
-// whose stages need 128-row tiles.
+// T128x256, T128x256SplitTail): a launch cost model over waves, for
+// pipelines whose stages need 128-row tiles.
 // chooseConfig(..., allowSplitK = true): the full heuristic, which also picks
 // T64x128SplitK where 128-row tiles cannot fill the SMs (small M); Auto in
 // resolveConfig() and gemm() uses it.
@@ -110,6 +109,9 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
 // chooseSplits: the heuristic's count for tiles 64 x bn (bn = 128 or 256).
 uint32_t splitCount(const GemmArgs& a, int numSMs);
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs);
+// Tiles (the first ones in stage order) computed whole: all of them unless
+// configuration c splits K; 0 for the 64-row split-K; whole waves for the tail split.
+uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs);
 uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn = 128);
 
 // Throws cusync::Error(InvalidArgument) naming the first problem: bad shapes,
@@ -127,7 +129,7 @@ cusync::Dim3 stageTile(TileConfig c);
 
 // Blocks of a persistent launch of `a` with configuration c (resolved):
 // min(SMs, work units), work units = tiles (x splits for T64x128SplitK;
-// x k-blocks for T128x256StreamK).
+// or the tail tiles x splits for T128x256SplitTail).
 // A stage's view() must always be taken with this count.
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 

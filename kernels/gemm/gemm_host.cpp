@@ -26,7 +26,7 @@ const char* toString(TileConfig c) {
     case TileConfig::Auto: return "auto";
     case TileConfig::T128x128: return "128x128";
     case TileConfig::T128x256: return "128x256";
-    case TileConfig::T128x256StreamK: return "128x256-streamk";
+    case TileConfig::T128x256SplitTail: return "128x256-splittail";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
     case TileConfig::T64x256SplitK: return "64x256-splitk";
   }
@@ -48,7 +48,7 @@ TileShape tileShape(TileConfig c) {
   switch (c) {
     case TileConfig::T128x128: return {128, 128, 64};
     case TileConfig::T128x256: return {128, 256, 64};
-    case TileConfig::T128x256StreamK: return {128, 256, 64};
+    case TileConfig::T128x256SplitTail: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
     case TileConfig::T64x256SplitK: return {64, 256, 64};
     case TileConfig::Auto: break;
@@ -57,7 +57,7 @@ TileShape tileShape(TileConfig c) {
 }
 
 bool configImplemented(TileConfig c) {
-  return c == TileConfig::T128x128 || c == TileConfig::T128x256 || c == TileConfig::T128x256StreamK ||
+  return c == TileConfig::T128x128 || c == TileConfig::T128x256 || c == TileConfig::T128x256SplitTail ||
          c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK;
 }
 
@@ -79,7 +79,40 @@ uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) 
   return (kIters >= 32 && 3 * tiles <= numSMs) ? 2u : 1u;
 }
 
+namespace {
+// T128x256SplitTail: whole waves of 128x256 tiles, then the R tiles left
+// (R < SMs) each split into S parts, S chosen for the least estimated time
+// in tile times: the part waves ceil(R S / SMs) / S, plus per extra split a
+// fixup (a 128 KiB fp32 partial written, then re-read by the finishing
+// block, about two k-blocks' time) and 1% for its flag and pipeline drain.
+struct TailPlan {
+  uint32_t splits = 1;
+  uint32_t dpTiles = 0;
+  double cost = 0;  // in 128x256 tile times
+};
+TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits) {
+  const int64_t tiles = cdiv(M, 128) * cdiv(N, 256);
+  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
+  const int64_t waves = tiles / numSMs, rest = tiles % numSMs;
+  TailPlan p;
+  p.dpTiles = static_cast<uint32_t>(waves * numSMs);
+  p.cost = static_cast<double>(waves + (rest > 0 ? 1 : 0));
+  if (rest == 0) {
+    p.dpTiles = static_cast<uint32_t>(tiles);
+    return p;
+  }
+  const double fixup = 2.0 / static_cast<double>(kIters) + 0.01;
+  const int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
+  for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
+    const double c = static_cast<double>(waves) + static_cast<double>(cdiv(rest * S, numSMs)) / S + fixup * (S - 1);
+    if (forcedSplits > 0 || c < p.cost) p.splits = static_cast<uint32_t>(S), p.cost = c;
+  }
+  return p;
+}
+}  // namespace
+
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
+  if (c == TileConfig::T128x256SplitTail) return tailPlan(a.M, a.N, a.K, numSMs, a.splitK).splits;
   if (c != TileConfig::T64x128SplitK && c != TileConfig::T64x256SplitK) return 1;
   const int64_t kIters = cdiv(a.K, 64);
   if (a.splitK > 0) return static_cast<uint32_t>(std::min<int64_t>(std::min<int64_t>(a.splitK, kIters), kSplitMax));
@@ -88,12 +121,20 @@ uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
 
 uint32_t splitCount(const GemmArgs& a, int numSMs) { return splitCount(a, resolveConfig(a, numSMs), numSMs); }
 
+uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs) {
+  const uint32_t tiles = stageGrid(a, c).count();
+  if (c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK) return splitCount(a, c, numSMs) > 1 ? 0 : tiles;
+  if (c == TileConfig::T128x256SplitTail) {
+    const TailPlan p = tailPlan(a.M, a.N, a.K, numSMs, a.splitK);
+    return p.splits > 1 ? p.dpTiles : tiles;
+  }
+  return tiles;
+}
+
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
-  const cusync::Dim3 g = stageGrid(a, c);
-  // Stream-K: one block per SM, unless there are fewer k-iterations than SMs.
-  const uint64_t units = c == TileConfig::T128x256StreamK
-                             ? static_cast<uint64_t>(g.count()) * static_cast<uint64_t>(cdiv(a.K, 64))
-                             : static_cast<uint64_t>(g.count()) * splitCount(a, c, numSMs);
+  const uint64_t tiles = stageGrid(a, c).count();
+  const uint64_t dp = splitDataParallelTiles(a, c, numSMs);
+  const uint64_t units = dp + (tiles - dp) * splitCount(a, c, numSMs);
   return static_cast<uint32_t>(std::min<uint64_t>(units, static_cast<uint64_t>(numSMs)));
 }
 
@@ -104,23 +145,19 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
   if (K < 1) K = 64;
   // Cost in units of one 128x256 tile's time: a data-parallel launch takes as
   // many tile times as it has waves (the last one often part empty); 128x128
-  // tiles ran at 0.75 of 128x256's rate per FLOP on the H100 (NOTES.md v3).
-  // Stream-K spreads the k-iterations evenly over the SMs, so it costs the
-  // exact share of work plus a fixup: partials written and re-read by the
-  // finishing block, and a pipeline fill per extra segment (about 4 of a
-  // tile's k-blocks).
-  const double sms = numSMs;
+  // tiles ran at 0.75 of 128x256's rate per FLOP on the H100 (NOTES.md v3);
+  // the tail split (tailPlan) splits the last wave's tiles to fill the SMs.
   const int64_t kIters = cdiv(K, 64);
   const int64_t t256 = cdiv(M, 128) * cdiv(N, 256);
   const int64_t t128 = cdiv(M, 128) * cdiv(N, 128);
   const double dp256 = static_cast<double>(cdiv(t256, numSMs));
   const double dp128 = static_cast<double>(cdiv(t128, numSMs)) * 0.5 / 0.75;
-  const double sk256 = static_cast<double>(t256) / sms + 0.08 + 4.0 / static_cast<double>(kIters);
   TileConfig best = TileConfig::T128x256;
   double bestCost = dp256;
   if (dp128 < bestCost) best = TileConfig::T128x128, bestCost = dp128;
-  // Stream-K only for a clear gain: its L2 locality and finisher waits are not in the model.
-  if (sk256 < 0.97 * bestCost) best = TileConfig::T128x256StreamK, bestCost = sk256;
+  // Only for a clear gain: the model leaves out the finisher's wait.
+  const TailPlan tail = tailPlan(M, N, K, numSMs, 0);
+  if (tail.splits > 1 && tail.cost < 0.95 * bestCost) best = TileConfig::T128x256SplitTail, bestCost = tail.cost;
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
   // exist to pull the weights at full bandwidth, and K has at least 24
@@ -225,20 +262,19 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
   return m;
 }
 
-SplitBuffers splitBuffers(const void* key, SplitKind kind, uint32_t tiles, uint32_t splits, uint32_t tileElems,
-                          cudaStream_t stream) {
+SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems, cudaStream_t stream) {
   struct Entry {
     SplitBuffers b;
     size_t flagsCount = 0, partialElems = 0;
   };
   static std::mutex mu;
-  static std::map<std::tuple<int, const void*, SplitKind>, Entry> cache;
+  static std::map<std::pair<int, const void*>, Entry> cache;
   int dev = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
   const size_t flagsCount = 2 * static_cast<size_t>(tiles);
   const size_t partialElems = static_cast<size_t>(tiles) * (splits > 1 ? splits - 1 : 0) * tileElems;
   std::lock_guard<std::mutex> lock(mu);
-  Entry& en = cache[{dev, key, kind}];
+  Entry& en = cache[{dev, key}];
   if (en.b.counter != nullptr && en.flagsCount >= flagsCount && en.partialElems >= partialElems) return en.b;
   // Grow: the old buffers may still be in use by queued launches, so they are
   // left allocated. Allocation is allowed while a stream is being captured.

@@ -36,8 +36,8 @@ void launchEx(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_
   switch (a.config) {
     case TileConfig::T128x128: return gd::launchKernel<T, 128, 128, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
     case TileConfig::T128x256: return gd::launchKernel<T, 128, 256, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
-    case TileConfig::T128x256StreamK:
-      return gd::launchKernel<T, 128, 256, 0, gd::Sched::StreamK, E>(a, view, blocks, s, attr, n);
+    case TileConfig::T128x256SplitTail:
+      return gd::launchKernel<T, 128, 256, 0, gd::Sched::SplitK, E>(a, view, blocks, s, attr, n);
     default:
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp",
                           std::string("tile configuration ") + cusync_gemm::toString(a.config) +

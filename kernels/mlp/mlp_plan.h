@@ -58,9 +58,9 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
   a2.K = d.K2;
   a2.epilogue = cusync_gemm::Epilogue::Identity;
   a2.config = cusync_gemm::chooseConfig(M, d.N2, d.K2, sms);
-  // The heuristic's 128-row choice: 128x128, 128x256, or 128x256 stream-K
-  // where a part-empty last wave would idle SMs (then every block owns an
-  // equal share of k-iterations, and a tile is posted once, when finished).
+  // The heuristic's 128-row choice: 128x128, 128x256, or 128x256 with the
+  // last, part-empty wave's tiles split in K (a tile is posted once, by the
+  // block that finishes it).
   for (GemmPlan* g : {&p.g1, &p.g2}) {
     g->grid = cusync_gemm::stageGrid(g->args, g->args.config);
     g->tile = cusync_gemm::stageTile(g->args.config);

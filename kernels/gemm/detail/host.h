@@ -26,16 +26,14 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
 
 void throwCuda(cudaError_t e, const char* what);
 
-// Split-K and stream-K buffers of one stage (key: its ticket counter and the
-// kind, whose flags mean different things), grown on demand and zeroed on
-// `stream` when (re)allocated; never freed.
-enum class SplitKind { SplitK, StreamK };
+// Split-K buffers of one stage (key: its ticket counter), grown on demand and
+// zeroed on `stream` when (re)allocated; never freed.
 struct SplitBuffers {
   unsigned long long* counter = nullptr;
-  uint32_t* flags = nullptr;  // 2 per slot
-  float* partials = nullptr;  // slots x (splits - 1) x tileElems
+  uint32_t* flags = nullptr;  // 2 per split tile
+  float* partials = nullptr;  // split tiles x (splits - 1) x tileElems
 };
-SplitBuffers splitBuffers(const void* key, SplitKind kind, uint32_t slots, uint32_t splits, uint32_t tileElems,
+SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems,
                           cudaStream_t stream);
 
 }  // namespace cusync_gemm::detail

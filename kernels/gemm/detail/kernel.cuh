@@ -39,38 +39,24 @@ struct UnitWork {
 
 // How a launch turns tiles into work units.
 //   Tiles:   one unit per tile, from the stage's dispenser.
-//   SplitK:  units (tile, split) from a per-stage counter, all splits of a tile adjacent.
-//   StreamK: data-parallel tiles first (block b takes tiles b, b + G, ...),
-//            then the last G + (tiles mod G) tiles (all of them when there are
-//            fewer than 2G) as one stream of I = tiles x kIters k-iterations,
-//            block b owning [b I / G, (b + 1) I / G). Every block gets the
-//            same work whatever the tile count (no part-empty last wave), and
-//            the tiles in flight stay a contiguous run of the stage order (L2
-//            reuse). A tile cut between blocks is finished by the block that
-//            holds its first k-block, which computes it last in its range.
-enum class Sched { Tiles, SplitK, StreamK };
+//   SplitK:  units from a per-stage counter, in stage order: the first
+//            dpTiles tiles whole, then every later tile as S adjacent units
+//            (tile, split), each a contiguous S-th of the k-blocks. The 64-row
+//            configurations split every tile (dpTiles = 0); the 128-row
+//            tail-split configuration splits only the tiles of the last,
+//            part-empty wave, so that it fills the SMs. Splits of one tile
+//            run at the same time on the same k offsets as their neighbours'
+//            (the operands they share stay in L2).
+enum class Sched { Tiles, SplitK };
 
-// Split-K / stream-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
+// Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
 struct SplitParams {
-  unsigned long long* counter = nullptr;  // SplitK: unit tickets of the current run; reset by the last taker
-  uint32_t* flags = nullptr;              // SplitK: per (tile position, warpgroup); StreamK: per (block, warpgroup)
-  float* partials = nullptr;              // SplitK: [pos][split < S - 1][warpgroup][fragment]; StreamK: [block][warpgroup][fragment]
+  unsigned long long* counter = nullptr;  // unit tickets of the current run; reset by the last taker
+  uint32_t* flags = nullptr;              // per (split tile, consumer warpgroup): partials written
+  float* partials = nullptr;              // [split tile][split < S - 1][warpgroup][fragment] fp32
   uint32_t splits = 1, units = 0, unitsPerRun = 0;
-  uint32_t dpTiles = 0;                   // StreamK: data-parallel tiles (a multiple of the grid)
-  uint64_t iters = 0;                     // StreamK: k-iterations of the stream part
+  uint32_t dpTiles = 0;                   // leading tiles computed whole
 };
-
-// StreamK: the block whose range holds iteration `it` of the stream part
-// (ranges [b I / G, (b + 1) I / G)).
-__host__ __device__ __forceinline__ uint32_t streamKOwner(uint64_t it, uint64_t iters, uint32_t blocks) {
-  return static_cast<uint32_t>(((it + 1) * blocks - 1) / iters);
-}
-
-// StreamK: how many leading tiles (in stage order) run data-parallel.
-__host__ __device__ __forceinline__ uint32_t streamKDataParallelTiles(uint32_t tiles, uint32_t blocks) {
-  if (tiles < 2 * blocks) return 0;
-  return tiles - blocks - tiles % blocks;
-}
 
 template <int BN, int BM = 128>
 struct Ring {
@@ -299,9 +285,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
                                          const cusync::StageView<In, Out>& view, const SplitParams& sp) {
 #if CUSYNC_GEMM_SM90A
   static_assert(BM == 128 || BM == 64, "BM");
-  static_assert((Sc == Sched::SplitK) == (BM == 64), "64-row tiles go with split K");
+  static_assert(BM == 128 || Sc == Sched::SplitK, "64-row tiles go with split K");
   constexpr bool Split = Sc == Sched::SplitK;
-  constexpr bool StreamK = Sc == Sched::StreamK;
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
   using R = Ring<BN, BM>;
   constexpr int S = R::kStages;
@@ -331,44 +316,20 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
       cusync::TileWork start{};
-      if constexpr (Split || StreamK) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
-      uint64_t skIt = 0, skEnd = 0;
-      uint32_t dpNext = blockIdx.x;
-      if constexpr (StreamK) {
-        skIt = sp.iters * blockIdx.x / gridDim.x;
-        skEnd = sp.iters * (blockIdx.x + 1) / gridDim.x;
-      }
+      if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
       for (;;) {
         UnitWork u;
-        if constexpr (StreamK) {
-          u.w = start;
-          u.w.valid = dpNext < sp.dpTiles || skIt < skEnd;
-          if (dpNext < sp.dpTiles) {
-            u.pos = dpNext;
-            u.kb0 = 0;
-            u.kb1 = kIters;
-            dpNext += gridDim.x;
-          } else if (skIt < skEnd) {
-            u.pos = sp.dpTiles + static_cast<uint32_t>(skIt / static_cast<uint64_t>(kIters));
-            u.kb0 = static_cast<int32_t>(skIt % static_cast<uint64_t>(kIters));
-            const uint64_t left = skEnd - skIt;
-            u.kb1 = left < static_cast<uint64_t>(kIters - u.kb0) ? u.kb0 + static_cast<int32_t>(left) : kIters;
-            skIt += static_cast<uint64_t>(u.kb1 - u.kb0);
-          }
-          if (u.w.valid) {
-            u.w.index = u.pos;
-            const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
-            u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
-          }
-        } else if constexpr (Split) {
+        if constexpr (Split) {
           const unsigned long long t = atomicAdd(sp.counter, 1ull);
           if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);  // the run's last unit ticket
           u.w = start;
           u.w.valid = t < sp.units;
           if (u.w.valid) {
-            const uint32_t S = sp.splits;
-            u.pos = static_cast<uint32_t>(t) / S;
-            u.split = static_cast<uint32_t>(t) % S;
+            const uint32_t dp = sp.dpTiles;
+            const uint32_t S = t < dp ? 1u : sp.splits;
+            const uint32_t q = static_cast<uint32_t>(t) - (t < dp ? 0u : dp);
+            u.pos = (t < dp ? 0u : dp) + q / S;
+            u.split = q % S;
             u.w.index = u.pos;
             const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
             u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
@@ -471,13 +432,14 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       fenceRegs(acc);
       if (signaller) cuda::ptx::mbarrier_arrive(&empty[prevStage]);
       if constexpr (Split) {
-        const uint32_t NS = sp.splits;
+        const uint32_t NS = u.pos < sp.dpTiles ? 1u : sp.splits;
         if (NS > 1) {
+          const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
           constexpr int R4 = WN / 8;  // float4 per thread
           const int t = threadIdx.x % 128;
-          const uint32_t flag = u.pos * 2 + cw;
+          const uint32_t flag = tp * 2 + cw;
           float4* const part = reinterpret_cast<float4*>(sp.partials);
-          auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(u.pos * (NS - 1) + s) * 2 + cw) * (128 * R4); };
+          auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(tp * (NS - 1) + s) * 2 + cw) * (128 * R4); };
           cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[flag]);
           if (u.split + 1 < NS) {
             float4* dst = slot(u.split);
@@ -510,51 +472,9 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
-      if constexpr (StreamK) {
-        if (u.kb0 != 0 || u.kb1 != kIters) {
-          // A tile cut between blocks. Its later parts start other blocks'
-          // ranges (each range starts at most one such part, so a part's
-          // slot is its block's); its first part is the last of this range.
-          constexpr int R4 = WN / 8;  // float4 per thread
-          const int t = threadIdx.x % 128;
-          float4* const part = reinterpret_cast<float4*>(sp.partials);
-          auto slot = [&](uint32_t b) { return part + (static_cast<size_t>(b) * 2 + cw) * (128 * R4); };
-          if (u.kb0 != 0) {
-            float4* dst = slot(blockIdx.x);
-#pragma unroll
-            for (int r = 0; r < R4; ++r)
-              __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
-            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-            if (t == 0) {
-              cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-              cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(sp.flags[blockIdx.x * 2 + cw])
-                  .store(1u, cuda::memory_order_release);
-            }
-            continue;
-          }
-          const uint64_t lastIt = (static_cast<uint64_t>(u.pos - sp.dpTiles) + 1) * static_cast<uint64_t>(kIters) - 1;
-          const uint32_t lastBlock = streamKOwner(lastIt, sp.iters, gridDim.x);
-          if (t == 0) {
-            for (uint32_t b = blockIdx.x + 1; b <= lastBlock; ++b) {
-              cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[b * 2 + cw]);
-              while (fl.load(cuda::memory_order_acquire) == 0u) __nanosleep(32);
-              fl.store(0u, cuda::memory_order_relaxed);  // its only writer this run has written
-            }
-          }
-          asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-          for (uint32_t b = blockIdx.x + 1; b <= lastBlock; ++b) {
-            const float4* src = slot(b);
-#pragma unroll
-            for (int r = 0; r < R4; ++r) {
-              const float4 v = __ldcg(src + r * 128 + t);
-              acc[4 * r] += v.x, acc[4 * r + 1] += v.y, acc[4 * r + 2] += v.z, acc[4 * r + 3] += v.w;
-            }
-          }
-        }
-      }
       epilogue<T, WN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * BM + cw * kRowOff,
                          static_cast<int64_t>(work.tile.x) * BN + cw * kColOff);
-      if constexpr (Split || StreamK) {
+      if constexpr (Split) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
         if (threadIdx.x == 128) (void)cusync::tileElected(view);
       }
@@ -579,20 +499,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   gemmBody<T, 128, BN, TransB, Sched::Tiles, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
 }
 
-// 128-row tiles scheduled stream-K (T128x256StreamK); smem Ring<BN>.
-template <class T, int BN, int TransB, Epilogue E, class In, class Out>
-__global__ void __launch_bounds__(kThreads, 1)
-    gemmKernelStreamK(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,
-                      EpiParams p, const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
-  gemmBody<T, 128, BN, TransB, Sched::StreamK, E, In, Out>(tmA, tmB, C, p, view, sp);
-}
-
-// 64-row tiles with split K (T64x128SplitK: BN = 128, T64x256SplitK: BN = 256); smem Ring<BN, 64>.
-template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+// Split K: 64-row tiles split throughout (T64x128SplitK, T64x256SplitK;
+// smem Ring<BN, 64>), or 128-row tiles with the last wave split
+// (T128x256SplitTail; Ring<BN>).
+template <class T, int BM, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __launch_bounds__(kThreads, 1)
     gemmKernelSplit(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,
                     EpiParams p, const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
-  gemmBody<T, 64, BN, TransB, Sched::SplitK, E, In, Out>(tmA, tmB, C, p, view, sp);
+  gemmBody<T, BM, BN, TransB, Sched::SplitK, E, In, Out>(tmA, tmB, C, p, view, sp);
 }
 
 }  // namespace cusync_gemm::detail

@@ -27,42 +27,39 @@ void prepareKernel(K* k, int smem) {
     throwCuda(e, "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
-// The kernel of a schedule and its split-K / stream-K parameters.
+// The kernel of a schedule.
 template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
 constexpr auto kernelFor() {
-  if constexpr (Sc == Sched::SplitK) return gemmKernelSplit<T, BN, TB, E, In, Out>;
-  else if constexpr (Sc == Sched::StreamK) return gemmKernelStreamK<T, BN, TB, E, In, Out>;
+  if constexpr (Sc == Sched::SplitK) return gemmKernelSplit<T, BM, BN, TB, E, In, Out>;
   else return gemmKernel<T, BN, TB, E, In, Out>;
 }
 
-// The per-stage workspace of a split-K or stream-K launch of `a` in `view` with `blocks` blocks.
-template <int BM, int BN, Sched Sc, class In, class Out>
+// The split-K parameters and per-stage workspace of a launch of `a` in `view` with `blocks` blocks.
+template <int BM, int BN, class In, class Out>
 SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
+  const TileConfig c = BM == 128 ? TileConfig::T128x256SplitTail
+                       : BN == 256 ? TileConfig::T64x256SplitK
+                                   : TileConfig::T64x128SplitK;
+  const int sms = currentDevice().sms;
+  const uint32_t S = splitCount(a, c, sms);
+  const uint32_t dp = S > 1 ? splitDataParallelTiles(a, c, sms) : view.numTiles;
+  const uint32_t split = view.numTiles - dp;
+  const SplitBuffers w = splitBuffers(view.tickets, split, S, BM * BN, s);
   SplitParams sp{};
-  if constexpr (Sc == Sched::SplitK) {
-    const uint32_t S = splitCount(a, BN == 256 ? TileConfig::T64x256SplitK : TileConfig::T64x128SplitK, currentDevice().sms);
-    const SplitBuffers w = splitBuffers(view.tickets, SplitKind::SplitK, view.numTiles, S, BM * BN, s);
-    sp.counter = w.counter;
-    sp.flags = w.flags;
-    sp.partials = w.partials;
-    sp.splits = S;
-    sp.units = view.numTiles * S;
-    sp.unitsPerRun = sp.units + blocks;
-  } else if constexpr (Sc == Sched::StreamK) {
-    // One partial slot and one flag pair per block.
-    const SplitBuffers w = splitBuffers(view.tickets, SplitKind::StreamK, blocks, 2, BM * BN, s);
-    sp.flags = w.flags;
-    sp.partials = w.partials;
-    sp.dpTiles = streamKDataParallelTiles(view.numTiles, blocks);
-    sp.iters = static_cast<uint64_t>(view.numTiles - sp.dpTiles) * static_cast<uint64_t>((a.K + kBK - 1) / kBK);
-  }
+  sp.counter = w.counter;
+  sp.flags = w.flags;
+  sp.partials = w.partials;
+  sp.splits = S;
+  sp.dpTiles = dp;
+  sp.units = dp + split * S;
+  sp.unitsPerRun = sp.units + blocks;
   return sp;
 }
 
 template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
 void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s,
                   const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
-  static_assert((Sc == Sched::SplitK) == (BM == 64), "BM 64 goes with split K");
+  static_assert(BM == 128 || Sc == Sched::SplitK, "BM 64 goes with split K");
   constexpr int smem = Ring<BN, BM>::kSmemRequest;
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   const CUtensorMap tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, BM);
@@ -83,7 +80,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   if constexpr (Sc == Sched::Tiles) {
     e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view);
   } else {
-    const SplitParams sp = splitParams<BM, BN, Sc>(a, view, blocks, s);
+    const SplitParams sp = splitParams<BM, BN>(a, view, blocks, s);
     e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view, sp);
   }
   if (e != cudaSuccess) throwCuda(e, "gemm kernel launch");
@@ -109,8 +106,8 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
   switch (c) {
     case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T128x256StreamK:
-      return dispatchEpilogue<T, 128, 256, TB, Sched::StreamK>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x256SplitTail:
+      return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     default:

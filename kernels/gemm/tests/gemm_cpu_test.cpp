@@ -81,26 +81,38 @@ TEST(GemmConfig, HeuristicPicksImplementedConfigs) {
 }
 
 TEST(GemmConfig, LargeShapesUseWideTiles) {
-  // 32 x 24 = 768 tiles: 5.8 waves, the last 82% full; stream-K's fixup costs more.
+  // 32 x 24 = 768 tiles: 5.8 waves; splitting the last one in two does not shorten it.
   EXPECT_EQ(chooseConfig(4096, 6144, 12288, 132), TileConfig::T128x256);
   // 16 x 48 = 768 tiles.
   EXPECT_EQ(chooseConfig(2048, 12288, 6144, 132), TileConfig::T128x256);
 }
 
-TEST(GemmConfig, PartWavesUseStreamK) {
-  // gpt3-qkv M = 1024: 8 x 18 = 144 tiles of 128x256, 2 waves of which the second is 9% full.
-  EXPECT_EQ(chooseConfig(1024, 4608, 12288, 132), TileConfig::T128x256StreamK);
-  // gpt3-mlp1 M = 512: 96 tiles, 73% of the SMs.
-  EXPECT_EQ(chooseConfig(512, 6144, 12288, 132), TileConfig::T128x256StreamK);
-  // llama-wo M = 512: 4 x 32 = 128 tiles fill 97% of one wave, and 16 k-blocks make the fixup dear.
-  EXPECT_NE(chooseConfig(512, 8192, 1024, 132), TileConfig::T128x256StreamK);
+TEST(GemmConfig, PartWavesSplitTheTail) {
+  // gpt3-qkv M = 1024: 8 x 18 = 144 tiles of 128x256: one whole wave, then 12
+  // tiles split 7 ways (84 parts on 132 SMs; an 8th split saves less than its fixup).
+  EXPECT_EQ(chooseConfig(1024, 4608, 12288, 132), TileConfig::T128x256SplitTail);
   GemmArgs a = good();
   a.M = 1024, a.N = 4608, a.K = 12288;
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256StreamK, 132), 132u);
-  a.M = 5, a.N = 256, a.K = 512;  // one tile of 8 k-blocks: one block per k-block
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256StreamK, 132), 8u);
-  EXPECT_EQ(stageGrid(a, TileConfig::T128x256StreamK), stageGrid(a, TileConfig::T128x256));
-  a.config = TileConfig::T128x256StreamK;
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 7u);
+  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 132u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256SplitTail, 132), 132u);
+  // gpt3-mlp1 M = 512: 96 tiles (73% of the SMs), split 4 ways: 3 waves of quarter tiles.
+  EXPECT_EQ(chooseConfig(512, 6144, 12288, 132), TileConfig::T128x256SplitTail);
+  a.M = 512, a.N = 6144;
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 4u);
+  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 0u);
+  // llama-wo M = 512: 128 tiles fill 97% of a wave, and 16 k-blocks make the fixup dear.
+  EXPECT_NE(chooseConfig(512, 8192, 1024, 132), TileConfig::T128x256SplitTail);
+  // Whole waves: nothing to split.
+  a.M = 128 * 11, a.N = 256 * 12, a.K = 4096;  // 132 tiles
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 1u);
+  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 132u);
+  // A forced count, clamped to the k-blocks.
+  a.M = 5, a.N = 256, a.K = 512, a.splitK = 20;  // one tile of 8 k-blocks
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 8u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256SplitTail, 132), 8u);
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x256SplitTail), stageGrid(a, TileConfig::T128x256));
+  a.config = TileConfig::T128x256SplitTail;
   EXPECT_NO_THROW(checkArgs(a));
 }
 

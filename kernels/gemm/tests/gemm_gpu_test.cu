@@ -198,9 +198,9 @@ std::vector<Case> allCases() {
   for (DType dt : {DType::BF16, DType::FP16})
     for (BLayout bl : {BLayout::NK, BLayout::KN})
       for (TileConfig cfg : {TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK,
-                             TileConfig::T128x256StreamK})
+                             TileConfig::T128x256SplitTail})
         for (Epilogue e : {Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual})
-          v.push_back({dt, bl, cfg, e});
+          v.push_back({dt, bl, cfg, e, cfg == TileConfig::T128x256SplitTail ? 3 : 0});
   return v;
 }
 
@@ -294,18 +294,18 @@ TEST(GemmGpuHooks, RowSyncPairSplitK256) {
                                          stageGrid(probe, TileConfig::T64x256SplitK).x);
 }
 
-// Stream-K on both sides: a producer tile cut between blocks is posted once,
-// by the block that finishes it; consumer parts wait from their first k.
-TEST(GemmGpuHooks, RowSyncPairStreamK) {
+// Tail split on both sides: each producer tile is posted once however many
+// parts computed it; consumer parts wait from their first k.
+TEST(GemmGpuHooks, RowSyncPairSplitTail) {
   REQUIRE_HOPPER();
   const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256StreamK, TileConfig::T128x256StreamK, 0, 0,
-                                         stageGrid(probe, TileConfig::T128x256StreamK).x);
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256SplitTail, 3, 2,
+                                         stageGrid(probe, TileConfig::T128x256SplitTail).x);
 }
 
-TEST(GemmGpuHooks, TileSyncPairStreamKProducerOnly) {
+TEST(GemmGpuHooks, TileSyncPairSplitTailProducerOnly) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256StreamK, TileConfig::T128x256, 0, 0, 1);
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256, 4, 0, 1);
 }
 
 TEST(GemmGpuHooks, TileSyncPairSplitKConsumerOnly) {
@@ -333,17 +333,17 @@ TEST(GemmGpuSplitK, LargeKAuto) {
   runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::SwiGLU, 7}, 200, 1024, 4096, true);
 }
 
-// Stream-K with many k-blocks per block, tiles cut at arbitrary k, and with
-// fewer k-iterations than SMs (one iteration per block).
-TEST(GemmGpuStreamK, CutsAnywhere) {
+// Tail split: uneven cuts of the k-blocks, one k-block per part, and (on a
+// 132-SM GPU) a whole wave of unsplit tiles before the split ones.
+TEST(GemmGpuSplitTail, Cuts) {
   REQUIRE_HOPPER();
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256StreamK, Epilogue::Gelu}, 300, 1024, 4096, true);
-  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256StreamK, Epilogue::SwiGLU}, 1000, 1280, 1600, true);
-  runCase({DType::FP16, BLayout::NK, TileConfig::T128x256StreamK, Epilogue::Residual}, 5, 256, 512, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Gelu, 7}, 300, 1024, 4096, true);
+  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256SplitTail, Epilogue::SwiGLU, 5}, 1000, 1280, 1600, true);
+  runCase({DType::FP16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Residual, 8}, 5, 256, 512, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Bias, 3}, 1100, 4096, 256, true);
 }
 
-// The reductions add partials in a fixed order (split order; block order for
-// stream-K): repeated runs are bit-identical.
+// The reductions add partials in split order: repeated runs are bit-identical.
 TEST(GemmGpuSplitK, Deterministic) {
   REQUIRE_HOPPER();
   const int M = 100, N = 512, K = 2048;
@@ -354,11 +354,11 @@ TEST(GemmGpuSplitK, Deterministic) {
   Dev dA(hA.size() * 2), dB(hB.size() * 2), dC((size_t)M * N * 2);
   CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dB.p, hB.data(), hB.size() * 2, cudaMemcpyHostToDevice));
-  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256StreamK}) {
+  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256SplitTail}) {
     SCOPED_TRACE(toString(cfg));
     GemmArgs a;
     a.M = M, a.N = N, a.K = K, a.A = dA.p, a.B = dB.p, a.C = dC.p, a.config = cfg;
-    a.splitK = cfg == TileConfig::T64x128SplitK ? 8 : 0;
+    a.splitK = cfg == TileConfig::T64x128SplitK ? 8 : 4;
     std::vector<uint16_t> first((size_t)M * N), again((size_t)M * N);
     for (int r = 0; r < 5; ++r) {
       CK(cudaMemset(dC.p, 0xFF, (size_t)M * N * 2));
