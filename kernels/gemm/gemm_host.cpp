@@ -101,8 +101,15 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits)
     p.dpTiles = static_cast<uint32_t>(tiles);
     return p;
   }
+  // Measured on the H100 (NOTES.md v6): splitting paid only after at least
+  // one whole wave, with all parts in one wave (R S <= SMs) and K of at least
+  // 64 k-blocks; several waves of parts ran 1.2-3.6x slower than no split
+  // (finishers wait on parts queued behind other finishers), and at K <= 1536
+  // the fixup outweighed the gain.
+  if (forcedSplits <= 0 && (waves < 1 || kIters < 64)) return p;
   const double fixup = 2.0 / static_cast<double>(kIters) + 0.01;
-  const int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
+  int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
+  if (forcedSplits <= 0) maxS = std::min<int64_t>(maxS, numSMs / rest);
   for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
     const double c = static_cast<double>(waves) + static_cast<double>(cdiv(rest * S, numSMs)) / S + fixup * (S - 1);
     if (forcedSplits > 0 || c < p.cost) p.splits = static_cast<uint32_t>(S), p.cost = c;

@@ -96,11 +96,19 @@ TEST(GemmConfig, PartWavesSplitTheTail) {
   EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 7u);
   EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 132u);
   EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256SplitTail, 132), 132u);
-  // gpt3-mlp1 M = 512: 96 tiles (73% of the SMs), split 4 ways: 3 waves of quarter tiles.
-  EXPECT_EQ(chooseConfig(512, 6144, 12288, 132), TileConfig::T128x256SplitTail);
-  a.M = 512, a.N = 6144;
-  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 4u);
-  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 0u);
+  // gpt3-mlp1 M = 1024: 192 tiles: one wave, then 60 tiles split in two.
+  EXPECT_EQ(chooseConfig(1024, 6144, 12288, 132), TileConfig::T128x256SplitTail);
+  a.N = 6144;
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 2u);
+  // No whole wave (96 tiles at M = 512): splitting everything lost (NOTES.md v6).
+  a.M = 512;
+  EXPECT_NE(chooseConfig(512, 6144, 12288, 132), TileConfig::T128x256SplitTail);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 1u);
+  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 96u);
+  // llama-mlp1 M = 2048: 352 tiles leave 88, which split in two would need a second wave.
+  EXPECT_NE(chooseConfig(2048, 5504, 8192, 132), TileConfig::T128x256SplitTail);
+  // gpt3-wo M = 512 (K = 1536): the fixup outweighs the gain.
+  EXPECT_NE(chooseConfig(512, 12288, 1536, 132), TileConfig::T128x256SplitTail);
   // llama-wo M = 512: 128 tiles fill 97% of a wave, and 16 k-blocks make the fixup dear.
   EXPECT_NE(chooseConfig(512, 8192, 1024, 132), TileConfig::T128x256SplitTail);
   // Whole waves: nothing to split.
