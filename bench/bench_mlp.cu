@@ -50,7 +50,10 @@ void usage(FILE* f) {
                "  --check                   check every variant against cuBLAS only, no timing\n"
                "Prints per M each variant's median ms, speedup over the cuBLAS pipeline and roofline\n"
                "efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) / time; plot with\n"
-               "tools/plot_mlp.py FILE.json. Needs a Hopper GPU.\n");
+               "tools/plot_mlp.py FILE.json. Each of our variants also runs once with per-tile\n"
+               "timestamps: GEMM1's tail (first SM out of GEMM1 tiles to GEMM1's end), the SM-time\n"
+               "share GEMM1 leaves idle, the share of it GEMM2 filled, and GEMM2's wait per tile.\n"
+               "Needs a Hopper GPU.\n");
 }
 
 std::vector<std::string> split(const std::string& s) {
