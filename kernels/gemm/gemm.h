@@ -48,14 +48,14 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   T64x128SplitK: 64x128 tiles, K split into GemmArgs::splitK parts (0: the
 //   heuristic's splitCount()), so that small M keeps every SM busy. Work units
 //   (tile, split) are dispensed in the stage's tile order; the last split of a
-//   tile to finish adds all fp32 partials in split order (deterministic),
-//   applies the epilogue and posts the tile once. Uses a per-stage device workspace
-//   (tiles x splits x 32 KiB), allocated on first use and kept.
+//   tile adds the others' fp32 partials in split order (deterministic), applies
+//   the epilogue and posts the tile once. Uses a per-stage device workspace
+//   (tiles x (splits - 1) x 32 KiB), allocated on first use and kept.
 //   T64x256SplitK: the same with 64x256 tiles (less A traffic per B byte).
 //   T128x256SplitTail: 128x256 tiles in whole waves, then the tiles of the
 //   last, part-empty wave each split into S parts (GemmArgs::splitK, or the
 //   heuristic's count) so that they fill the SMs; finished like split K.
-//   Workspace: tail tiles x S x 128 KiB.
+//   Workspace: tail tiles x (S - 1) x 128 KiB.
 enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK, T128x256SplitTail };
 
 // One tile's timeline, written when GemmArgs::trace is set (for analysis of

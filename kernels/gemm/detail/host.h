@@ -31,7 +31,7 @@ void throwCuda(cudaError_t e, const char* what);
 struct SplitBuffers {
   unsigned long long* counter = nullptr;
   uint32_t* flags = nullptr;  // 2 per split tile
-  float* partials = nullptr;  // split tiles x splits x tileElems
+  float* partials = nullptr;  // split tiles x (splits - 1) x tileElems
 };
 SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems,
                           cudaStream_t stream);

@@ -53,7 +53,7 @@ enum class Sched { Tiles, SplitK };
 struct SplitParams {
   unsigned long long* counter = nullptr;  // unit tickets of the current run; reset by the last taker
   uint32_t* flags = nullptr;              // per (split tile, consumer warpgroup): partials written
-  float* partials = nullptr;              // [split tile][split][warpgroup][fragment] fp32
+  float* partials = nullptr;              // [split tile][split < S - 1][warpgroup][fragment] fp32
   uint32_t splits = 1, units = 0, unitsPerRun = 0;
   uint32_t dpTiles = 0;                   // leading tiles computed whole
 };
@@ -275,10 +275,10 @@ __device__ __forceinline__ void epilogue(float (&acc)[BN / 2], T* C, const EpiPa
 // BM = 128: consumer warpgroup cw owns rows [64 cw, 64 cw + 64) x all BN columns.
 // BM = 64 (split-K path): consumer cw owns all 64 rows x columns [cw BN/2, (cw + 1) BN/2).
 // Split: work units (tile position, split) come from sp.counter in stage order,
-// all splits of a tile adjacent; each writes its fp32 partial and counts
-// itself in on the tile's flag; the last to arrive adds the partials in split
-// order (deterministic), runs the epilogue, takes one stage ticket and posts
-// the tile once. Every block takes one stage ticket at start (its run
+// all splits of a tile adjacent; split s < S - 1 writes its fp32 partial and
+// raises the tile's flag; split S - 1 waits for the S - 1 partials, adds them
+// in split order (deterministic), runs the epilogue, takes one stage ticket and
+// posts the tile once. Every block takes one stage ticket at start (its run
 // number), so a run takes numTiles + blocks stage tickets as the stage expects.
 template <class T, int BM, int BN, int TransB, Sched Sc, Epilogue E, class In, class Out>
 __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorMap& tmB, T* C, const EpiParams& p,
@@ -295,7 +295,6 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
   uint64_t* empty = full + S;
   UnitWork* info = reinterpret_cast<UnitWork*>(smem + R::kInfoOffset);
-  __shared__ uint32_t lastArrival[2];  // split K: this consumer's part was the tile's last
 
   const int wg = threadIdx.x / 128;
   const int kIters = static_cast<int>((p.K + kBK - 1) / kBK);
@@ -435,38 +434,41 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       if constexpr (Split) {
         const uint32_t NS = u.pos < sp.dpTiles ? 1u : sp.splits;
         if (NS > 1) {
-          // Every part writes its fp32 partial and counts itself in; the last
-          // to arrive (whichever split that is) adds all parts in split order
-          // (deterministic) and finishes the tile. Nobody spins, so no block
-          // waits behind another's unfinished part.
           const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
-          constexpr int R4 = WN / 8;               // float4 per thread
+          constexpr int R4 = WN / 8;  // float4 per thread
           const int t = threadIdx.x % 128;
+          const uint32_t flag = tp * 2 + cw;
           float4* const part = reinterpret_cast<float4*>(sp.partials);
-          auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(tp * NS + s) * 2 + cw) * (128 * R4); };
-          float4* dst = slot(u.split);
+          auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(tp * (NS - 1) + s) * 2 + cw) * (128 * R4); };
+          cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[flag]);
+          if (u.split + 1 < NS) {
+            float4* dst = slot(u.split);
 #pragma unroll
-          for (int r = 0; r < R4; ++r)
-            __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
-          asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            for (int r = 0; r < R4; ++r)
+              __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            if (t == 0) {
+              cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+              fl.fetch_add(1u, cuda::memory_order_release);
+            }
+            continue;  // the last split of this tile finishes it
+          }
           if (t == 0) {
-            cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-            cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[tp * 2 + cw]);
-            const bool last = fl.fetch_add(1u, cuda::memory_order_acq_rel) == NS - 1;
-            if (last) fl.store(0u, cuda::memory_order_relaxed);  // every part of this run is in
-            lastArrival[cw] = last ? 1u : 0u;
+            while (fl.load(cuda::memory_order_acquire) < NS - 1) __nanosleep(64);
+            fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
           }
           asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-          if (lastArrival[cw] == 0u) continue;
 #pragma unroll
           for (int r = 0; r < R4; ++r) {
-            const float4 own = make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]);
-            float4 s4 = u.split == 0 ? own : __ldcg(slot(0) + r * 128 + t);
-            for (uint32_t s = 1; s < NS; ++s) {
-              const float4 v = s == u.split ? own : __ldcg(slot(s) + r * 128 + t);
+            float4 s4 = __ldcg(slot(0) + r * 128 + t);
+            for (uint32_t s = 1; s + 1 < NS; ++s) {
+              const float4 v = __ldcg(slot(s) + r * 128 + t);
               s4.x += v.x, s4.y += v.y, s4.z += v.z, s4.w += v.w;
             }
-            acc[4 * r] = s4.x, acc[4 * r + 1] = s4.y, acc[4 * r + 2] = s4.z, acc[4 * r + 3] = s4.w;
+            acc[4 * r] = s4.x + acc[4 * r];
+            acc[4 * r + 1] = s4.y + acc[4 * r + 1];
+            acc[4 * r + 2] = s4.z + acc[4 * r + 2];
+            acc[4 * r + 3] = s4.w + acc[4 * r + 3];
           }
         }
       }
