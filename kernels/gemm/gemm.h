@@ -6,7 +6,8 @@
 //
 // The kernel is persistent (one block per SM): a producer warp takes tiles
 // from a cusync Stage's dispenser, waits through the stage's input policy
-// before each TMA load of A (B is never gated), and consumer warpgroups run
+// before each TMA load of A (with the stage flag ReorderTileLoads B's load is
+// issued before the wait and never gated; without it, after), and consumer warpgroups run
 // wgmma over a shared-memory ring; after a tile's stores, one thread posts
 // through the output policy. With NoSync both hooks compile away.
 //

@@ -2,8 +2,8 @@
 //
 // Block = 3 warpgroups. Warpgroup 0 is the producer: one elected thread takes
 // tiles from the stage's dispenser, and for each k-block of a tile fills one
-// slot of a shared-memory ring with TMA (B first, then the cusync wait, then
-// A). Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128-row tile
+// slot of a shared-memory ring with TMA: B, the cusync wait, then A when the
+// stage has ReorderTileLoads; otherwise the wait, B, then A. Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128-row tile
 // and runs wgmma over the ring, then the fused epilogue and direct stores.
 // The tile a ring slot belongs to travels with the slot (TileWork copy), and
 // an invalid TileWork in a slot tells the consumers to stop.
@@ -317,6 +317,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       constexpr uint32_t kTx = R::kStageBytes;
       cusync::TileWork start{};
       if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
+      const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
       for (;;) {
         UnitWork u;
         if constexpr (Split) {
@@ -360,6 +361,20 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           const int32_t k0 = kb * kBK;
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &full[stage], kTx);
+          const cusync::Read read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart};
+          // ReorderTileLoads: load the weights (B) before waiting for A's
+          // producer. Without it the wait comes first, so that its proxy fence
+          // does not sit behind this slot's B load (what we measure).
+          auto waitForA = [&] {
+            if (p.trace != nullptr) {
+              const unsigned long long t0 = globalTimer();
+              cusync::waitElected(view, work, read, 0, cusync::Reader::AsyncProxy);
+              waited += static_cast<unsigned int>(globalTimer() - t0);
+            } else {
+              cusync::waitElected(view, work, read, 0, cusync::Reader::AsyncProxy);
+            }
+          };
+          if (!reorderLoads) waitForA();
           if constexpr (TransB == 0) {
             const int32_t cb[2] = {k0, n0};
             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb, &tmB, cb, &full[stage]);
@@ -371,14 +386,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
                                               &full[stage]);
             }
           }
-          const cusync::Read read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart};
-          if (p.trace != nullptr) {
-            const unsigned long long t0 = globalTimer();
-            cusync::waitElected(view, work, read, 0, cusync::Reader::AsyncProxy);
-            waited += static_cast<unsigned int>(globalTimer() - t0);
-          } else {
-            cusync::waitElected(view, work, read, 0, cusync::Reader::AsyncProxy);
-          }
+          if (reorderLoads) waitForA();
           const int32_t ca[2] = {k0, m0};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
           if (++stage == S) stage = 0, phase ^= 1;

@@ -222,7 +222,7 @@ TEST(GemmGpuMisc, ResidualWithoutBias) {
 // consumer's waits pass, and the consumer reads the producer's output
 // correctly (bit for bit against the same chain without sync).
 template <class Pol>
-void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_t postsPerTile) {
+void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_t postsPerTile, int consumerOpts = 0) {
   using namespace cusync::policy;
   const int M = 300, N1 = 512, K1 = 256, N2 = 256;
   std::uniform_real_distribution<float> U(-1.f, 1.f);
@@ -240,7 +240,7 @@ void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_
   GemmArgs g2;
   g2.M = M, g2.N = N2, g2.K = N1, g2.A = dX.p, g2.B = dW2.p, g2.C = dY.p, g2.config = c2, g2.splitK = split2;
   cusync::Stage<NoSync, Pol> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1.config));
-  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2.config));
+  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2.config), Pol{}, NoSync{}, consumerOpts);
   cusync::pair(s1, s2);
   s1.setOrder(GroupedOrder{8});
   for (int run = 0; run < 3; ++run) {
@@ -271,6 +271,12 @@ TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
   const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x128, TileConfig::T128x128, 0, 0,
                                          stageGrid(probe, TileConfig::T128x128).x);
+}
+
+// The consumer loads B before each wait (ReorderTileLoads) instead of after.
+TEST(GemmGpuHooks, TileSyncPairReorderTileLoads) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x128, TileConfig::T128x256, 0, 0, 1, cusync::ReorderTileLoads);
 }
 
 // Split K on both sides: each producer tile is posted once however many
