@@ -25,6 +25,14 @@ using namespace cusync_gemm;
 namespace {
 
 
+std::vector<std::string> commaList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string t;
+  while (std::getline(ss, t, ',')) out.push_back(t);
+  return out;
+}
+
 struct Shape {
   const char* name;
   int64_t N, K;
@@ -142,39 +150,28 @@ int benchGemm(int argc, char** argv) {
       return 0;
     } else if (a == "--m") {
       ms.clear();
-      std::stringstream ss(next());
-      std::string t;
-      while (std::getline(ss, t, ',')) ms.push_back(std::stoll(t));
+      for (const std::string& t : commaList(next())) ms.push_back(std::stoll(t));
     } else if (a == "--iters") {
       iters = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--splitk") {
       splitK = std::max(0, std::atoi(next().c_str()));
     } else if (a == "--csv") {
       csv = next();
-    } else if (a == "--config") {
-      cfgs.clear();
-      std::stringstream ss(next());
-      std::string c;
-      while (std::getline(ss, c, ',')) {
+    } else if (a == "--config" || a == "--shape") {
+      const bool isConfig = a == "--config";
+      isConfig ? cfgs.clear() : shapes.clear();
+      for (const std::string& c : commaList(next())) {
         bool found = false;
-        for (TileConfig t : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T128x256SplitTail,
-                             TileConfig::T64x128SplitK, TileConfig::T64x256SplitK})
-          if (c == toString(t)) cfgs.push_back(t), found = true;
-        if (!found) {
-          std::fprintf(stderr, "cusync-bench gemm: unknown --config '%s' (see --help)\n", c.c_str());
-          return 2;
+        if (isConfig) {
+          for (TileConfig t : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T128x256,
+                               TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK})
+            if (c == toString(t)) cfgs.push_back(t), found = true;
+        } else {
+          for (const Shape& sh : kShapes)
+            if (c == sh.name) shapes.push_back(sh), found = true;
         }
-      }
-    } else if (a == "--shape") {
-      shapes.clear();
-      std::stringstream ss(next());
-      std::string c;
-      while (std::getline(ss, c, ',')) {
-        bool found = false;
-        for (const Shape& sh : kShapes)
-          if (c == sh.name) shapes.push_back(sh), found = true;
         if (!found) {
-          std::fprintf(stderr, "cusync-bench gemm: unknown --shape '%s' (see --help)\n", c.c_str());
+          std::fprintf(stderr, "cusync-bench gemm: unknown %s '%s' (see --help)\n", a.c_str(), c.c_str());
           return 2;
         }
       }
