@@ -3,8 +3,9 @@
 // Block = 3 warpgroups. Warpgroup 0 is the producer: one elected thread takes
 // tiles from the stage's dispenser, and for each k-block of a tile fills one
 // slot of a shared-memory ring with TMA: B, the cusync wait, then A when the
-// stage has ReorderTileLoads; otherwise the wait, B, then A. Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128-row tile
-// and runs wgmma over the ring, then the fused epilogue and direct stores.
+// stage has ReorderTileLoads; otherwise the wait, B, then A. Warpgroups 1 and
+// 2 are consumers: each owns 64 rows of the 128-row tile and runs wgmma over
+// the ring, then the fused epilogue and direct stores.
 // The tile a ring slot belongs to travels with the slot (TileWork copy), and
 // an invalid TileWork in a slot tells the consumers to stop.
 #pragma once
@@ -363,8 +364,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
                                                &full[stage], kTx);
           const cusync::Read read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart};
           // ReorderTileLoads: load the weights (B) before waiting for A's
-          // producer. Without it the wait comes first, so that its proxy fence
-          // does not sit behind this slot's B load (what we measure).
+          // producer, so the wait overlaps B's load; without the flag the
+          // wait comes first (measured slower in the MLP: kernels/mlp/NOTES.md run 4).
           auto waitForA = [&] {
             if (p.trace != nullptr) {
               const unsigned long long t0 = globalTimer();
