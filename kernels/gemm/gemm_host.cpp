@@ -104,8 +104,7 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits)
   // Measured on the H100 (NOTES.md v6): splitting paid only after at least
   // one whole wave, with all parts in one wave (R S <= SMs) and K of at least
   // 64 k-blocks; several waves of parts ran 1.2-3.6x slower than no split
-  // (finishers wait on parts queued behind other finishers), and at K <= 1536
-  // the fixup outweighed the gain.
+  // (cause open, NOTES.md v7), and at K <= 1536 the fixup outweighed the gain.
   if (forcedSplits <= 0 && (waves < 1 || kIters < 64)) return p;
   const double fixup = 2.0 / static_cast<double>(kIters) + 0.01;
   int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
@@ -164,7 +163,7 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
   if (dp128 < bestCost) best = TileConfig::T128x128, bestCost = dp128;
   // Only for a clear gain: the model leaves out the finisher's wait.
   const TailPlan tail = tailPlan(M, N, K, numSMs, 0);
-  if (tail.splits > 1 && tail.cost < 0.95 * bestCost) best = TileConfig::T128x256SplitTail, bestCost = tail.cost;
+  if (tail.splits > 1 && tail.cost < 0.95 * bestCost) best = TileConfig::T128x256SplitTail;
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
   // exist to pull the weights at full bandwidth, and K has at least 24
