@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,14 +23,6 @@ using namespace cusync_gemm;
 
 namespace {
 
-
-std::vector<std::string> commaList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string t;
-  while (std::getline(ss, t, ',')) out.push_back(t);
-  return out;
-}
 
 struct Shape {
   const char* name;
@@ -150,7 +141,7 @@ int benchGemm(int argc, char** argv) {
       return 0;
     } else if (a == "--m") {
       ms.clear();
-      for (const std::string& t : commaList(next())) ms.push_back(std::stoll(t));
+      for (const std::string& t : bench::commaList(next())) ms.push_back(std::stoll(t));
     } else if (a == "--iters") {
       iters = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--splitk") {
@@ -160,7 +151,7 @@ int benchGemm(int argc, char** argv) {
     } else if (a == "--config" || a == "--shape") {
       const bool isConfig = a == "--config";
       isConfig ? cfgs.clear() : shapes.clear();
-      for (const std::string& c : commaList(next())) {
+      for (const std::string& c : bench::commaList(next())) {
         bool found = false;
         if (isConfig) {
           for (TileConfig t : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T128x256,

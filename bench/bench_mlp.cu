@@ -56,18 +56,6 @@ void usage(FILE* f) {
                "Needs a Hopper GPU.\n");
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t p = 0;
-  while (p <= s.size()) {
-    size_t q = s.find(',', p);
-    if (q == std::string::npos) q = s.size();
-    if (q > p) out.push_back(s.substr(p, q - p));
-    p = q + 1;
-  }
-  return out;
-}
-
 struct VariantSpec {
   std::string name;
   Variant v;
@@ -253,13 +241,13 @@ int benchMlp(int argc, char** argv) {
       return 0;
     } else if (a == "--model") {
       const std::string m = next();
-      models = m == "both" ? std::vector<std::string>{"gpt3", "llama"} : split(m);
+      models = m == "both" ? std::vector<std::string>{"gpt3", "llama"} : bench::commaList(m);
     } else if (a == "--tokens") {
       tokens.clear();
-      for (const auto& t : split(next())) tokens.push_back(std::atoll(t.c_str()));
+      for (const auto& t : bench::commaList(next())) tokens.push_back(std::atoll(t.c_str()));
     } else if (a == "--variant") {
       const std::string v = next();
-      if (v != "all") variants = split(v);
+      if (v != "all") variants = bench::commaList(v);
     } else if (a == "--iters") {
       iters = std::atoi(next().c_str());
     } else if (a == "--json") {

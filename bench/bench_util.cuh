@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define CUDA_OK(x)                                                                \
@@ -53,6 +54,19 @@ double medianMs(F&& launch, int iters, cudaStream_t s, int warmups = 5) {
 }
 
 // n bf16 values from the device, as floats.
+// The non-empty items of a comma-separated command-line list.
+inline std::vector<std::string> commaList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t q = s.find(',', p);
+    if (q == std::string::npos) q = s.size();
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
+
 inline std::vector<float> downloadBf16(const void* p, size_t n) {
   std::vector<__nv_bfloat16> h(n);
   CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
