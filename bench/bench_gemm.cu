@@ -136,8 +136,8 @@ int benchGemm(int argc, char** argv) {
           "  gemm_bench.csv). Needs a Hopper GPU.\n"
           "  --shape LIST   only these shapes (gpt3-mlp1,gpt3-mlp2,llama-mlp1,llama-mlp2,gpt3-qkv,gpt3-wo,\n"
           "                 llama-qkv,llama-wo)\n"
-          "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x256,\n"
-          "                 128x256-splittail, 64x128-splitk, 64x256-splitk\n");
+          "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
+          "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk\n");
       return 0;
     } else if (a == "--m") {
       ms.clear();
@@ -154,8 +154,8 @@ int benchGemm(int argc, char** argv) {
       for (const std::string& c : bench::commaList(next())) {
         bool found = false;
         if (isConfig) {
-          for (TileConfig t : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T128x256,
-                               TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK})
+          if (c == toString(TileConfig::Auto)) cfgs.push_back(TileConfig::Auto), found = true;
+          for (TileConfig t : kAllTileConfigs)
             if (c == toString(t)) cfgs.push_back(t), found = true;
         } else {
           for (const Shape& sh : kShapes)
@@ -188,9 +188,10 @@ int benchGemm(int argc, char** argv) {
     std::fprintf(stderr, "cusync-bench gemm: cannot write %s\n", csv.c_str());
     return 1;
   }
-  std::fprintf(out, "shape,M,N,K,config,ours_ms,cublas_ms,ours_tflops,cublas_tflops,ratio,ours_err,cublas_err\n");
-  std::printf("%-11s %5s %6s %6s %8s %9s %9s %8s %8s %7s %9s %9s\n", "shape", "M", "N", "K", "config", "ours_ms",
-              "cublas_ms", "ours_TF", "cublas_TF", "ratio", "ours_err", "cublas_err");
+  std::fprintf(out, "shape,M,N,K,config,ours_ms,cublas_ms,ours_tflops,cublas_tflops,ratio,ours_err,cublas_err,"
+               "ours_host_us,cublas_host_us\n");
+  std::printf("%-11s %5s %6s %6s %10s %9s %9s %8s %8s %7s %9s %9s %6s %6s\n", "shape", "M", "N", "K", "config",
+              "ours_ms", "cublas_ms", "ours_TF", "cublas_TF", "ratio", "ours_err", "cublas_err", "host", "hostC");
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Lt lt;
@@ -224,8 +225,9 @@ int benchGemm(int argc, char** argv) {
       if (used == TileConfig::T64x128SplitK || used == TileConfig::T64x256SplitK)
         usedName = std::string(used == TileConfig::T64x128SplitK ? "64x128" : "64x256") + "/s" +
                    std::to_string(splitCount(g, used, prop.multiProcessorCount));
-      if (used == TileConfig::T128x256SplitTail)
-        usedName = "128x256/t" + std::to_string(splitCount(g, used, prop.multiProcessorCount));
+      if (isTailSplitConfig(used))
+        usedName = std::string(used == TileConfig::T128x256SplitTail ? "128x256" : "128x192") + "/t" +
+                   std::to_string(splitCount(g, used, prop.multiProcessorCount));
       auto ours = [&](int i) {
         GemmArgs a = g;
         a.A = A[i % copies], a.B = B[i % copies], a.C = C[i % copies];
@@ -237,6 +239,7 @@ int benchGemm(int argc, char** argv) {
       if (tCub < 0) tCub = bench::medianMs(cub, iters, s, 10);
       tOurs = std::min(tOurs, bench::medianMs(ours, iters, s, 10));
       tCub = std::min(tCub, bench::medianMs(cub, iters, s, 10));
+      const double hostOurs = bench::hostUsPerLaunch(ours, iters, s), hostCub = bench::hostUsPerLaunch(cub, iters, s);
       CUDA_OK(cudaGetLastError());
       // Error on a sample of rows of copy 0 (both wrote it during warm-up).
       const int R = (int)std::min<int64_t>(M, 64);
@@ -270,12 +273,12 @@ int benchGemm(int argc, char** argv) {
       const double target = M >= 512 ? 1.05 : 1.10;
       const bool miss = ratio > target;
       misses += miss;
-      std::printf("%-11s %5lld %6lld %6lld %8s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e%s\n", sh.name, (long long)M,
-                  (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9, ratio,
-                  eO, eC, miss ? "  MISS" : "");
-      std::fprintf(out, "%s,%lld,%lld,%lld,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%.3e,%.3e\n", sh.name, (long long)M,
+      std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f%s\n", sh.name,
+                  (long long)M, (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9,
+                  flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, miss ? "  MISS" : "");
+      std::fprintf(out, "%s,%lld,%lld,%lld,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%.3e,%.3e,%.2f,%.2f\n", sh.name, (long long)M,
                    (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9,
-                   ratio, eO, eC);
+                   ratio, eO, eC, hostOurs, hostCub);
       std::fflush(stdout);
       }
       for (int c = 0; c < copies; ++c) {
@@ -286,7 +289,8 @@ int benchGemm(int argc, char** argv) {
       }
     }
   std::fclose(out);
-  std::printf("ratio = ours / cuBLAS time; MISS: over the target (5%% at M >= 512, 10%% below). %d misses. CSV: %s\n",
+  std::printf("ratio = ours / cuBLAS time; MISS: over the target (5%% at M >= 512, 10%% below); host, hostC: host "
+              "microseconds to enqueue one launch (ours, cuBLAS). %d misses. CSV: %s\n",
               misses, csv.c_str());
   return 0;
 }

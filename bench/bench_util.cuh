@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -53,7 +54,19 @@ double medianMs(F&& launch, int iters, cudaStream_t s, int warmups = 5) {
   return t[iters / 2];
 }
 
-// n bf16 values from the device, as floats.
+// Host time to enqueue one launch(i), in microseconds (mean over `iters`,
+// the stream drained before and after). Where it exceeds the GPU time of a
+// launch, back-to-back timings measure the host, not the kernel.
+template <class F>
+double hostUsPerLaunch(F&& launch, int iters, cudaStream_t s) {
+  CUDA_OK(cudaStreamSynchronize(s));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) launch(i);
+  const auto t1 = std::chrono::steady_clock::now();
+  CUDA_OK(cudaStreamSynchronize(s));
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
+}
+
 // The non-empty items of a comma-separated command-line list.
 inline std::vector<std::string> commaList(const std::string& s) {
   std::vector<std::string> out;
@@ -67,6 +80,7 @@ inline std::vector<std::string> commaList(const std::string& s) {
   return out;
 }
 
+// n bf16 values from the device, as floats.
 inline std::vector<float> downloadBf16(const void* p, size_t n) {
   std::vector<__nv_bfloat16> h(n);
   CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));

@@ -53,11 +53,38 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   the epilogue and posts the tile once. Uses a per-stage device workspace
 //   (tiles x (splits - 1) x 32 KiB), allocated on first use and kept.
 //   T64x256SplitK: the same with 64x256 tiles (less A traffic per B byte).
-//   T128x256SplitTail: 128x256 tiles in whole waves, then the tiles of the
-//   last, part-empty wave each split into S parts (GemmArgs::splitK, or the
-//   heuristic's count) so that they fill the SMs; finished like split K.
-//   Workspace: tail tiles x (S - 1) x 128 KiB.
-enum class TileConfig { Auto, T128x128, T128x256, T64x128SplitK, T64x256SplitK, T128x256SplitTail };
+//   T128x192: 128x192 tiles; with 256 they give the heuristic two tile counts
+//   per row band, so that more shapes fill whole waves (N = 6144 at M = 512:
+//   128 tiles of 128x192 on 132 SMs against 96 of 128x256).
+//   T128x256SplitTail, T128x192SplitTail: 128x256 (128x192) tiles in whole
+//   waves, then the tiles of the last, part-empty wave each split into S
+//   parts (GemmArgs::splitK, or the heuristic's count) so that they fill the
+//   SMs; finished like split K. Workspace: tail tiles x (S - 1) x 128 (96) KiB.
+enum class TileConfig {
+  Auto,
+  T128x128,
+  T128x256,
+  T64x128SplitK,
+  T64x256SplitK,
+  T128x256SplitTail,
+  T128x192,
+  T128x192SplitTail
+};
+
+// Every configuration but Auto, for lists and tests.
+constexpr TileConfig kAllTileConfigs[] = {TileConfig::T128x128,          TileConfig::T128x192,
+                                          TileConfig::T128x256,          TileConfig::T128x192SplitTail,
+                                          TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK,
+                                          TileConfig::T64x256SplitK};
+
+// Whether c splits the K loop of some tiles (a split-K workspace is used).
+constexpr bool isSplitConfig(TileConfig c) {
+  return c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK || c == TileConfig::T128x256SplitTail ||
+         c == TileConfig::T128x192SplitTail;
+}
+constexpr bool isTailSplitConfig(TileConfig c) {
+  return c == TileConfig::T128x256SplitTail || c == TileConfig::T128x192SplitTail;
+}
 
 // One tile's timeline, written when GemmArgs::trace is set (for analysis of
 // pipelines: tail length, time spent waiting, overlap). Times are the GPU's
@@ -96,8 +123,8 @@ TileShape tileShape(TileConfig c);
 // The heuristic: a configuration for this shape on a GPU with numSMs SMs.
 // Never returns Auto.
 // chooseConfig(M, N, K, SMs): the 128-row configurations only (T128x128,
-// T128x256, T128x256SplitTail): a launch cost model over waves, for
-// pipelines whose stages need 128-row tiles.
+// T128x192, T128x256 and their tail splits): a launch cost model over waves,
+// for pipelines whose stages need 128-row tiles.
 // chooseConfig(..., allowSplitK = true): the full heuristic, which also picks
 // T64x128SplitK where 128-row tiles cannot fill the SMs (small M); Auto in
 // resolveConfig() and gemm() uses it.
@@ -114,6 +141,10 @@ uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs);
 // configuration c splits K; 0 for the 64-row split-K; whole waves for the tail split.
 uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs);
 uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn = 128);
+
+// The heuristic's estimate of a launch of configuration c (resolved), in
+// units of one 128x256x64 k-block step of one SM; what chooseConfig minimizes.
+double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c);
 
 // Throws cusync::Error(InvalidArgument) naming the first problem: bad shapes,
 // null or misaligned pointers, an epilogue without its operands, a

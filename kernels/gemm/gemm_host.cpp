@@ -25,7 +25,9 @@ const char* toString(TileConfig c) {
   switch (c) {
     case TileConfig::Auto: return "auto";
     case TileConfig::T128x128: return "128x128";
+    case TileConfig::T128x192: return "128x192";
     case TileConfig::T128x256: return "128x256";
+    case TileConfig::T128x192SplitTail: return "128x192-splittail";
     case TileConfig::T128x256SplitTail: return "128x256-splittail";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
     case TileConfig::T64x256SplitK: return "64x256-splitk";
@@ -47,7 +49,9 @@ const char* toString(Epilogue e) {
 TileShape tileShape(TileConfig c) {
   switch (c) {
     case TileConfig::T128x128: return {128, 128, 64};
+    case TileConfig::T128x192: return {128, 192, 64};
     case TileConfig::T128x256: return {128, 256, 64};
+    case TileConfig::T128x192SplitTail: return {128, 192, 64};
     case TileConfig::T128x256SplitTail: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
     case TileConfig::T64x256SplitK: return {64, 256, 64};
@@ -57,8 +61,9 @@ TileShape tileShape(TileConfig c) {
 }
 
 bool configImplemented(TileConfig c) {
-  return c == TileConfig::T128x128 || c == TileConfig::T128x256 || c == TileConfig::T128x256SplitTail ||
-         c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK;
+  for (TileConfig k : kAllTileConfigs)
+    if (k == c) return true;
+  return false;
 }
 
 namespace {
@@ -80,23 +85,39 @@ uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) 
 }
 
 namespace {
-// T128x256SplitTail: whole waves of 128x256 tiles, then the R tiles left
-// (R < SMs) each split into S parts, S chosen for the least estimated time
-// in tile times: the part waves ceil(R S / SMs) / S, plus per extra split a
-// fixup (a 128 KiB fp32 partial written, then re-read by the finishing
-// block, about two k-blocks' time) and 1% for its flag and pipeline drain.
+// The cost model, in units of one 128x256x64 k-block step of one SM at the
+// steady-state rate (about 0.68 us on the H100).
+//  - A k-block of a 128 x bn tile costs bn / 256 / rate(bn): narrower tiles
+//    re-read more operand bytes per FLOP (rates measured, NOTES.md v8).
+//  - Every tile adds a fixed cost: the epilogue and the MMA pipeline's drain
+//    and refill.
+//  - A data-parallel launch takes as many tile times as it has waves (the
+//    last one often part empty).
+constexpr double kTileOverhead = 1.5;
+double stepCost(uint32_t bn) {
+  const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.97 : 0.88;
+  return static_cast<double>(bn) / 256.0 / rate;
+}
+
+// Tail split: whole waves of 128 x bn tiles, then the R tiles left (R < SMs)
+// each split into S parts, S chosen for the least estimated time: the part
+// waves, each a 1/S share of the k-blocks plus the tile overhead, plus per
+// extra split a fixup (an fp32 partial written, then re-read by the
+// finishing block: about two k-blocks' time) and 1% of a tile for its flag.
 struct TailPlan {
   uint32_t splits = 1;
   uint32_t dpTiles = 0;
-  double cost = 0;  // in 128x256 tile times
+  double cost = 0;
 };
-TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits) {
-  const int64_t tiles = cdiv(M, 128) * cdiv(N, 256);
+TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits, uint32_t bn) {
+  const int64_t tiles = cdiv(M, 128) * cdiv(N, bn);
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   const int64_t waves = tiles / numSMs, rest = tiles % numSMs;
+  const double step = stepCost(bn);
+  const double tileCost = static_cast<double>(kIters) * step + kTileOverhead;
   TailPlan p;
   p.dpTiles = static_cast<uint32_t>(waves * numSMs);
-  p.cost = static_cast<double>(waves + (rest > 0 ? 1 : 0));
+  p.cost = static_cast<double>(waves + (rest > 0 ? 1 : 0)) * tileCost;
   if (rest == 0) {
     p.dpTiles = static_cast<uint32_t>(tiles);
     return p;
@@ -106,11 +127,12 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits)
   // 64 k-blocks; several waves of parts ran 1.2-3.6x slower than no split
   // (cause open, NOTES.md v7), and at K <= 1536 the fixup outweighed the gain.
   if (forcedSplits <= 0 && (waves < 1 || kIters < 64)) return p;
-  const double fixup = 2.0 / static_cast<double>(kIters) + 0.01;
   int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
   if (forcedSplits <= 0) maxS = std::min<int64_t>(maxS, numSMs / rest);
   for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
-    const double c = static_cast<double>(waves) + static_cast<double>(cdiv(rest * S, numSMs)) / S + fixup * (S - 1);
+    const double part = static_cast<double>(cdiv(kIters, S)) * step + kTileOverhead;
+    const double fixup = (2.0 * step + 0.01 * tileCost) * static_cast<double>(S - 1);
+    const double c = static_cast<double>(waves) * tileCost + static_cast<double>(cdiv(rest * S, numSMs)) * part + fixup;
     if (forcedSplits > 0 || c < p.cost) p.splits = static_cast<uint32_t>(S), p.cost = c;
   }
   return p;
@@ -118,7 +140,7 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits)
 }  // namespace
 
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
-  if (c == TileConfig::T128x256SplitTail) return tailPlan(a.M, a.N, a.K, numSMs, a.splitK).splits;
+  if (isTailSplitConfig(c)) return tailPlan(a.M, a.N, a.K, numSMs, a.splitK, tileShape(c).bn).splits;
   if (c != TileConfig::T64x128SplitK && c != TileConfig::T64x256SplitK) return 1;
   const int64_t kIters = cdiv(a.K, 64);
   if (a.splitK > 0) return static_cast<uint32_t>(std::min<int64_t>(std::min<int64_t>(a.splitK, kIters), kSplitMax));
@@ -130,8 +152,8 @@ uint32_t splitCount(const GemmArgs& a, int numSMs) { return splitCount(a, resolv
 uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs) {
   const uint32_t tiles = stageGrid(a, c).count();
   if (c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK) return splitCount(a, c, numSMs) > 1 ? 0 : tiles;
-  if (c == TileConfig::T128x256SplitTail) {
-    const TailPlan p = tailPlan(a.M, a.N, a.K, numSMs, a.splitK);
+  if (isTailSplitConfig(c)) {
+    const TailPlan p = tailPlan(a.M, a.N, a.K, numSMs, a.splitK, tileShape(c).bn);
     return p.splits > 1 ? p.dpTiles : tiles;
   }
   return tiles;
@@ -146,29 +168,49 @@ uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
 
 TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) { return chooseConfig(M, N, K, numSMs, false); }
 
+double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) {
+  if (M < 1 || N < 1 || numSMs < 1) bad("estimatedCost: M, N and the SM count must be positive");
+  if (c == TileConfig::Auto) bad("estimatedCost: resolve 'auto' first");
+  const TileShape t = tileShape(c);
+  if (isTailSplitConfig(c)) return tailPlan(M, N, std::max<int64_t>(K, 1), numSMs, 0, t.bn).cost;
+  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
+  if (t.bm == 64) {
+    // 64-row split-K tiles: half a 128-row step each, every split a tile overhead.
+    GemmArgs a;
+    a.M = M, a.N = N, a.K = K;
+    const int64_t S = splitCount(a, c, numSMs);
+    const int64_t units = cdiv(M, 64) * cdiv(N, t.bn) * S;
+    return static_cast<double>(cdiv(units, numSMs)) *
+           (static_cast<double>(cdiv(kIters, S)) * 0.5 * stepCost(t.bn) / 0.8 + kTileOverhead);
+  }
+  const int64_t tiles = cdiv(M, 128) * cdiv(N, t.bn);
+  return static_cast<double>(cdiv(tiles, numSMs)) * (static_cast<double>(kIters) * stepCost(t.bn) + kTileOverhead);
+}
+
 TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK) {
   if (M < 1 || N < 1 || numSMs < 1) bad("chooseConfig: M, N and the SM count must be positive");
   if (K < 1) K = 64;
-  // Cost in units of one 128x256 tile's time: a data-parallel launch takes as
-  // many tile times as it has waves (the last one often part empty); 128x128
-  // tiles ran at 0.75 of 128x256's rate per FLOP on the H100 (NOTES.md v3);
-  // the tail split (tailPlan) splits the last wave's tiles to fill the SMs.
-  const int64_t kIters = cdiv(K, 64);
-  const int64_t t256 = cdiv(M, 128) * cdiv(N, 256);
-  const int64_t t128 = cdiv(M, 128) * cdiv(N, 128);
-  const double dp256 = static_cast<double>(cdiv(t256, numSMs));
-  const double dp128 = static_cast<double>(cdiv(t128, numSMs)) * 0.5 / 0.75;
+  // The least estimated cost; ties go to the earlier, wider tile. A tail
+  // split must win clearly: the model leaves out the finisher's wait.
   TileConfig best = TileConfig::T128x256;
-  double bestCost = dp256;
-  if (dp128 < bestCost) best = TileConfig::T128x128, bestCost = dp128;
-  // Only for a clear gain: the model leaves out the finisher's wait.
-  const TailPlan tail = tailPlan(M, N, K, numSMs, 0);
-  if (tail.splits > 1 && tail.cost < 0.95 * bestCost) best = TileConfig::T128x256SplitTail;
+  double bestCost = estimatedCost(M, N, K, numSMs, best);
+  for (TileConfig c : {TileConfig::T128x192, TileConfig::T128x128}) {
+    const double cost = estimatedCost(M, N, K, numSMs, c);
+    if (cost < bestCost * 0.999) best = c, bestCost = cost;
+  }
+  for (TileConfig c : {TileConfig::T128x256SplitTail, TileConfig::T128x192SplitTail}) {
+    GemmArgs a;
+    a.M = M, a.N = N, a.K = K;
+    if (splitCount(a, c, numSMs) < 2) continue;
+    const double cost = estimatedCost(M, N, K, numSMs, c);
+    if (cost < 0.95 * bestCost) best = c, bestCost = cost;
+  }
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
   // exist to pull the weights at full bandwidth, and K has at least 24
   // k-blocks (at K = 1024 it lost to 128x128: 1.45x against 1.31x cuBLAS).
   // At M = 256 it lost on every shape (1.5-2.4x against 1.1-1.5x).
+  const int64_t kIters = cdiv(K, 64);
   if (allowSplitK && M <= 64 && kIters >= 24) best = TileConfig::T64x128SplitK;
   return best;
 }

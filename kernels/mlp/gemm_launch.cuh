@@ -35,7 +35,10 @@ void launchEx(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_
   const unsigned n = programmatic ? 1 : 0;
   switch (a.config) {
     case TileConfig::T128x128: return gd::launchKernel<T, 128, 128, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
+    case TileConfig::T128x192: return gd::launchKernel<T, 128, 192, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
     case TileConfig::T128x256: return gd::launchKernel<T, 128, 256, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
+    case TileConfig::T128x192SplitTail:
+      return gd::launchKernel<T, 128, 192, 0, gd::Sched::SplitK, E>(a, view, blocks, s, attr, n);
     case TileConfig::T128x256SplitTail:
       return gd::launchKernel<T, 128, 256, 0, gd::Sched::SplitK, E>(a, view, blocks, s, attr, n);
     default:

@@ -20,6 +20,7 @@
 #include "cusync/device.h"
 #include "cusync/tile_order.h"
 #include "kernels/gemm/detail/arch.cuh"
+#include "kernels/gemm/detail/epilogue.cuh"
 #include "kernels/gemm/detail/wgmma_ops.cuh"
 #include "kernels/gemm/gemm.h"
 
@@ -59,44 +60,23 @@ struct SplitParams {
   uint32_t dpTiles = 0;                   // leading tiles computed whole
 };
 
+// Shared memory of a block: the ring of k-block slots (A then B), its full
+// and empty mbarriers, the work unit of each slot, and the consumers'
+// epilogue scratch. As many slots as fit beside the scratch.
 template <int BN, int BM = 128>
 struct Ring {
-  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : 6);
   static constexpr int kABytes = BM * kBK * 2;
   static constexpr int kBBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? 5 : 6);
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
-  static constexpr int kBytes = kInfoOffset + kStages * (int)sizeof(UnitWork);
+  static constexpr int kScratchOffset = (kInfoOffset + kStages * (int)sizeof(UnitWork) + 127) / 128 * 128;
+  static constexpr int kBytes = kScratchOffset + 8 * kScratchPerWarp;  // 8 consumer warps
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
+  static_assert(kSmemRequest <= 232448, "more shared memory than an H100 block may have");
 };
 
-struct EpiParams {
-  const void* bias;
-  const void* residual;
-  TileTrace* trace;
-  int64_t M, N, K;
-};
-
-template <class T>
-struct TypeOps;
-template <>
-struct TypeOps<__nv_bfloat16> {
-  using T2 = __nv_bfloat162;
-  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
-  static __device__ __forceinline__ float2 unpack(T2 v) { return __bfloat1622float2(v); }
-};
-template <>
-struct TypeOps<__half> {
-  using T2 = __half2;
-  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2half2_rn(a, b); }
-  static __device__ __forceinline__ float2 unpack(T2 v) { return __half22float2(v); }
-};
-
-__device__ __forceinline__ float geluTanh(float x) {
-  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(u));
-}
 __device__ __forceinline__ unsigned long long globalTimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -107,8 +87,6 @@ __device__ __forceinline__ unsigned int smId() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
   return s;
 }
-
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
 
 // Shared-memory matrix descriptor for wgmma, 128-byte swizzle.
 __device__ __forceinline__ uint64_t smemDesc(const void* p, uint32_t lbo, uint32_t sbo) {
@@ -143,18 +121,15 @@ __device__ __forceinline__ void fenceRegs(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// One k16 step of a consumer warpgroup: acc (64 x BN) += A (64 x 16) B (16 x BN).
 template <class T, int BN, int TransB>
 __device__ __forceinline__ void mma16(float (&acc)[BN / 2], uint64_t da, uint64_t db, int scaleD) {
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
-  if constexpr (TransB != 0) {
-    if constexpr (BN == 256) { if constexpr (bf) wgmma_m64n256k16_bf16<1>(acc, da, db, scaleD); else wgmma_m64n256k16_f16<1>(acc, da, db, scaleD); }
-    if constexpr (BN == 128) { if constexpr (bf) wgmma_m64n128k16_bf16<1>(acc, da, db, scaleD); else wgmma_m64n128k16_f16<1>(acc, da, db, scaleD); }
-    if constexpr (BN == 64) { if constexpr (bf) wgmma_m64n64k16_bf16<1>(acc, da, db, scaleD); else wgmma_m64n64k16_f16<1>(acc, da, db, scaleD); }
-  } else {
-    if constexpr (BN == 256) { if constexpr (bf) wgmma_m64n256k16_bf16<0>(acc, da, db, scaleD); else wgmma_m64n256k16_f16<0>(acc, da, db, scaleD); }
-    if constexpr (BN == 128) { if constexpr (bf) wgmma_m64n128k16_bf16<0>(acc, da, db, scaleD); else wgmma_m64n128k16_f16<0>(acc, da, db, scaleD); }
-    if constexpr (BN == 64) { if constexpr (bf) wgmma_m64n64k16_bf16<0>(acc, da, db, scaleD); else wgmma_m64n64k16_f16<0>(acc, da, db, scaleD); }
-  }
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma width");
+  if constexpr (BN == 256) bf ? wgmma_m64n256k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n256k16_f16<TransB>(acc, da, db, scaleD);
+  if constexpr (BN == 192) bf ? wgmma_m64n192k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n192k16_f16<TransB>(acc, da, db, scaleD);
+  if constexpr (BN == 128) bf ? wgmma_m64n128k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n128k16_f16<TransB>(acc, da, db, scaleD);
+  if constexpr (BN == 64) bf ? wgmma_m64n64k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n64k16_f16<TransB>(acc, da, db, scaleD);
 }
 
 __device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity) {
@@ -166,109 +141,6 @@ __device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity) {
 
 // Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
-
-// Epilogue for one consumer warpgroup: rows [r0, r0 + 64) of the tile at
-// column n0, the accumulator in the m64nBN fragment layout.
-template <class T, int BN, Epilogue E>
-__device__ __forceinline__ void epilogue(float (&acc)[BN / 2], T* C, const EpiParams& p, int64_t rowBase, int64_t n0) {
-  using Ops = TypeOps<T>;
-  using T2 = typename Ops::T2;
-  const int t = threadIdx.x % 128;
-  const int warp = t / 32, lane = t % 32;
-  const int64_t rowA = rowBase + warp * 16 + lane / 4;
-  const int colIn = 2 * (lane % 4);
-  const T2* bias = static_cast<const T2*>(p.bias);
-  if constexpr (E == Epilogue::SwiGLU) {
-    const int64_t nOut = p.N / 2;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j += 2) {
-      const int64_t gcol = n0 + 8 * j + colIn;  // gate column (interleaved index)
-      if (gcol >= p.N) continue;
-      float bg0 = 0.f, bg1 = 0.f, bu0 = 0.f, bu1 = 0.f;
-      if (bias != nullptr) {
-        const float2 g = Ops::unpack(bias[gcol / 2]);
-        const float2 u = Ops::unpack(bias[(gcol + 8) / 2]);
-        bg0 = g.x, bg1 = g.y, bu0 = u.x, bu1 = u.y;
-      }
-      const int64_t ocol = (n0 + 8 * j) / 2 + colIn;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = rowA + 8 * h;
-        if (row < p.M) {
-          const float g0 = acc[4 * j + 2 * h] + bg0, g1 = acc[4 * j + 2 * h + 1] + bg1;
-          const float u0 = acc[4 * (j + 1) + 2 * h] + bu0, u1 = acc[4 * (j + 1) + 2 * h + 1] + bu1;
-          *reinterpret_cast<T2*>(C + row * nOut + ocol) = Ops::pack(silu(g0) * u0, silu(g1) * u1);
-        }
-      }
-    }
-  } else {
-    // Transpose within each quad of lanes so that every lane holds 8
-    // consecutive columns of one row: one 16-byte store (and 16-byte bias and
-    // residual loads) instead of four 4-byte ones.
-    const int q = lane % 4;
-    const int quadBase = lane & ~3;
-#pragma unroll
-    for (int jj = 0; jj < BN / 32; ++jj) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float w[8];
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          // Lane p sends its fragment j = 4 jj + ((p - s) & 3); lane q receives
-          // from lane (q + s) & 3 the fragment j = 4 jj + q.
-          const int sendR = (q - s) & 3;
-          float a0 = 0.f, a1 = 0.f;
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            if (r == sendR) a0 = acc[4 * (4 * jj + r) + 2 * h], a1 = acc[4 * (4 * jj + r) + 2 * h + 1];
-          const int src = quadBase | ((q + s) & 3);
-          const float b0 = s == 0 ? a0 : __shfl_sync(0xffffffffu, a0, src);
-          const float b1 = s == 0 ? a1 : __shfl_sync(0xffffffffu, a1, src);
-          const int slot = (q + s) & 3;  // columns 2 slot, 2 slot + 1 of this lane's 8
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            if (r == slot) w[2 * r] = b0, w[2 * r + 1] = b1;
-        }
-        const int64_t row = rowA + 8 * h;
-        const int64_t col = n0 + 32 * jj + 8 * q;
-        if (row >= p.M || col >= p.N) continue;
-        if constexpr (E != Epilogue::Identity) {
-          if (bias != nullptr) {
-            const uint4 bv = *reinterpret_cast<const uint4*>(bias + col / 2);
-            const uint32_t bw[4] = {bv.x, bv.y, bv.z, bv.w};
-#pragma unroll
-            for (int r = 0; r < 4; ++r) {
-              const float2 b = Ops::unpack(*reinterpret_cast<const T2*>(&bw[r]));
-              w[2 * r] += b.x;
-              w[2 * r + 1] += b.y;
-            }
-          }
-        }
-        if constexpr (E == Epilogue::Gelu) {
-#pragma unroll
-          for (int i = 0; i < 8; ++i) w[i] = geluTanh(w[i]);
-        }
-        if constexpr (E == Epilogue::Residual) {
-          const uint4 rv = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.residual) + row * p.N + col);
-          const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const float2 x = Ops::unpack(*reinterpret_cast<const T2*>(&rw[r]));
-            w[2 * r] += x.x;
-            w[2 * r + 1] += x.y;
-          }
-        }
-        uint32_t o[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const T2 v = Ops::pack(w[2 * r], w[2 * r + 1]);
-          o[r] = *reinterpret_cast<const uint32_t*>(&v);
-        }
-        *reinterpret_cast<uint4*>(C + row * p.N + col) = make_uint4(o[0], o[1], o[2], o[3]);
-      }
-    }
-  }
-}
 
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
@@ -313,6 +185,9 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
+      // Fetch both tensor maps now rather than on the first loads.
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmA) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmB) : "memory");
       int stage = 0;
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
@@ -482,7 +357,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         }
       }
       epilogue<T, WN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * BM + cw * kRowOff,
-                         static_cast<int64_t>(work.tile.x) * BN + cw * kColOff);
+                         static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
+                         smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * kScratchPerWarp);
       if constexpr (Split) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
         if (threadIdx.x == 128) (void)cusync::tileElected(view);
@@ -510,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Split K: 64-row tiles split throughout (T64x128SplitK, T64x256SplitK;
 // smem Ring<BN, 64>), or 128-row tiles with the last wave split
-// (T128x256SplitTail; Ring<BN>).
+// (T128x256SplitTail, T128x192SplitTail; Ring<BN>).
 template <class T, int BM, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __launch_bounds__(kThreads, 1)
     gemmKernelSplit(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,

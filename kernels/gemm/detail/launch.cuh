@@ -37,7 +37,8 @@ constexpr auto kernelFor() {
 // The split-K parameters and per-stage workspace of a launch of `a` in `view` with `blocks` blocks.
 template <int BM, int BN, class In, class Out>
 SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
-  const TileConfig c = BM == 128 ? TileConfig::T128x256SplitTail
+  static_assert(BM == 64 ? (BN == 128 || BN == 256) : (BN == 192 || BN == 256), "no split configuration of this shape");
+  const TileConfig c = BM == 128 ? (BN == 256 ? TileConfig::T128x256SplitTail : TileConfig::T128x192SplitTail)
                        : BN == 256 ? TileConfig::T64x256SplitK
                                    : TileConfig::T64x128SplitK;
   const int sms = currentDevice().sms;
@@ -105,7 +106,10 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
                    cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
   switch (c) {
     case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x192SplitTail:
+      return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x256SplitTail:
       return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);

@@ -197,10 +197,9 @@ std::vector<Case> allCases() {
   std::vector<Case> v;
   for (DType dt : {DType::BF16, DType::FP16})
     for (BLayout bl : {BLayout::NK, BLayout::KN})
-      for (TileConfig cfg : {TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK, TileConfig::T64x256SplitK,
-                             TileConfig::T128x256SplitTail})
+      for (TileConfig cfg : kAllTileConfigs)
         for (Epilogue e : {Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual})
-          v.push_back({dt, bl, cfg, e, cfg == TileConfig::T128x256SplitTail ? 3 : 0});
+          v.push_back({dt, bl, cfg, e, isTailSplitConfig(cfg) ? 3 : 0});
   return v;
 }
 
@@ -309,6 +308,20 @@ TEST(GemmGpuHooks, RowSyncPairSplitTail) {
                                          stageGrid(probe, TileConfig::T128x256SplitTail).x);
 }
 
+TEST(GemmGpuHooks, RowSyncPairSplitTail192) {
+  REQUIRE_HOPPER();
+  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192SplitTail, TileConfig::T128x192, 2, 0,
+                                         stageGrid(probe, TileConfig::T128x192SplitTail).x);
+}
+
+// 192-wide producer tiles against 64-wide consumer k-blocks: some k-blocks
+// straddle two producer tiles, and TileSync must wait for both.
+TEST(GemmGpuHooks, TileSyncPair192Straddles) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192, TileConfig::T128x128, 0, 0, 1, cusync::ReorderTileLoads);
+}
+
 TEST(GemmGpuHooks, TileSyncPairSplitTailProducerOnly) {
   REQUIRE_HOPPER();
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256, 4, 0, 1);
@@ -347,6 +360,20 @@ TEST(GemmGpuSplitTail, Cuts) {
   runCase({DType::BF16, BLayout::KN, TileConfig::T128x256SplitTail, Epilogue::SwiGLU, 5}, 1000, 1280, 1600, true);
   runCase({DType::FP16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Residual, 8}, 5, 256, 512, true);
   runCase({DType::BF16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Bias, 3}, 1100, 4096, 256, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x192SplitTail, Epilogue::Gelu, 6}, 300, 1000, 4096, true);
+  runCase({DType::FP16, BLayout::KN, TileConfig::T128x192SplitTail, Epilogue::SwiGLU, 4}, 700, 1536, 1024, true);
+}
+
+// Wide tiles at ragged N and M with long K: every column of the last,
+// part-filled tile and every row of the last band, per configuration.
+TEST(GemmGpuMisc, RaggedWideTiles) {
+  REQUIRE_HOPPER();
+  for (TileConfig c : {TileConfig::T128x192, TileConfig::T128x256, TileConfig::T128x128})
+    for (Epilogue e : {Epilogue::Identity, Epilogue::SwiGLU, Epilogue::Residual}) {
+      SCOPED_TRACE(std::string(toString(c)) + " " + toString(e));
+      runCase({DType::BF16, BLayout::NK, c, e}, 777, 1200, 2048, true);
+      if (HasFailure()) return;
+    }
 }
 
 // The reductions add partials in split order: repeated runs are bit-identical.

@@ -1,16 +1,45 @@
 #!/bin/bash
-# One device call: build the GEMM targets for sm_90a, run the tests and the benchmark.
-# Usage (repo root): bash kernels/gemm/tools/device_run.sh [bench args...]
+# One device call for GEMM work: build the GEMM targets for sm_90a (or take
+# binaries built elsewhere), run the CPU and GPU tests, then `cusync-bench gemm`.
+#
+#   bash kernels/gemm/tools/device_run.sh [--prebuilt DIR] [--ncu SHAPE:M[:CONFIG]] [bench args...]
+#
+# --prebuilt DIR: DIR holds cusync-bench, gemm_gpu_test and gemm_cpu_test
+#   built on another machine (kernels/gemm/tools/prebuild.sh makes it); no build here.
+# --ncu SHAPE:M[:CONFIG]: after the benchmark, profile one launch of our kernel
+#   on that shape (Nsight Compute: speed of light, warp states, memory).
+# Logs go to $OUT (default /tmp/out).
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-B=/tmp/build-gemm-dev
-# The project's own build, only the GEMM's targets (faster than scripts/gpu-check).
-cmake -S . -B $B -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
-ninja -C $B -j16 cusync-bench gemm_gpu_test gemm_cpu_test > "$OUT/build.log" 2>&1 || { grep -v "ptxas info\|Function properties\|bytes stack\|Compile time" "$OUT/build.log" | tail -40; exit 1; }
-grep -E "spill (stores|loads)" "$OUT/build.log" | grep -v " 0 bytes spill stores, 0 bytes spill loads" | head -5
+prebuilt=""
+ncu_spec=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prebuilt) prebuilt=$2; shift 2 ;;
+    --ncu) ncu_spec=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) break ;;
+  esac
+done
+if [ -n "$prebuilt" ]; then
+  bench=$prebuilt/cusync-bench gpu_test=$prebuilt/gemm_gpu_test cpu_test=$prebuilt/gemm_cpu_test
+else
+  B=/tmp/build-gemm-dev
+  cmake -S . -B $B -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+  ninja -C $B -j16 cusync-bench gemm_gpu_test gemm_cpu_test > "$OUT/build.log" 2>&1 ||
+    { grep -v "ptxas info\|Function properties\|bytes stack\|Compile time" "$OUT/build.log" | tail -40; exit 1; }
+  bench=$B/bench/cusync-bench gpu_test=$B/kernels/gemm/tests/gemm_gpu_test cpu_test=$B/kernels/gemm/tests/gemm_cpu_test
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
-$B/kernels/gemm/tests/gemm_cpu_test --gtest_brief=1 2>&1 | tail -3
-timeout 240 $B/kernels/gemm/tests/gemm_gpu_test --gtest_brief=1 > "$OUT/gpu_test.log" 2>&1; echo "gpu_test rc=$?"
-grep -E "FAILED|Failure|got|error|PASSED" "$OUT/gpu_test.log" | head -40
-timeout 280 $B/bench/cusync-bench gemm --csv "$OUT/gemm_bench.csv" "$@" 2>&1 | tee "$OUT/bench.log"
+$cpu_test --gtest_brief=1 2>&1 | tail -3
+timeout 300 $gpu_test --gtest_brief=1 > "$OUT/gpu_test.log" 2>&1; echo "gpu_test rc=$?"
+grep -E "FAILED|Failure|got|error|PASSED|tests ran" "$OUT/gpu_test.log" | head -40
+timeout 400 $bench gemm --csv "$OUT/gemm_bench.csv" "$@" 2>&1 | tee "$OUT/bench.log"
+if [ -n "$ncu_spec" ]; then
+  IFS=: read -r shape m cfg <<< "$ncu_spec"
+  timeout 120 ncu --clock-control none --kernel-name regex:gemmKernel --launch-skip 30 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+    $bench gemm --shape "$shape" --m "$m" --iters 5 --config "${cfg:-auto}" --csv /tmp/ncu.csv > "$OUT/ncu.log" 2>&1
+  echo "ncu rc=$?"; grep -vE "^==PROF==|^\s*$" "$OUT/ncu.log" | tail -90
+fi

@@ -1,0 +1,188 @@
+// The GEMM's fused epilogue: one consumer warpgroup's 64 x WN accumulator
+// (wgmma m64nWN fragment layout) -> bias / GELU / SwiGLU / residual in fp32 ->
+// rounded to T -> C.
+//
+// Stores go through a 2 KiB shared-memory scratch per warp: stmatrix writes
+// 16 rows x 64 columns of fragments as rows, and each lane reads back 16
+// contiguous bytes, so C is written in whole 128-byte row segments with
+// 16-byte stores. This replaced a shuffle transpose that cost ~1500
+// instructions per warp and tile (kernels/gemm/NOTES.md, v8); the scratch is
+// private to its warp, so no barrier beyond __syncwarp is needed.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/gemm/detail/arch.cuh"
+#include "kernels/gemm/gemm.h"
+
+namespace cusync_gemm::detail {
+
+// What the epilogue reads besides the accumulator.
+struct EpiParams {
+  const void* bias;
+  const void* residual;
+  TileTrace* trace;
+  int64_t M, N, K;
+};
+
+// Bytes of scratch per consumer warp: 16 rows x 128 bytes.
+constexpr int kScratchPerWarp = 16 * 128;
+
+template <class T>
+struct TypeOps;
+template <>
+struct TypeOps<__nv_bfloat16> {
+  using T2 = __nv_bfloat162;
+  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
+  static __device__ __forceinline__ float2 unpack(T2 v) { return __bfloat1622float2(v); }
+};
+template <>
+struct TypeOps<__half> {
+  using T2 = __half2;
+  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2half2_rn(a, b); }
+  static __device__ __forceinline__ float2 unpack(T2 v) { return __half22float2(v); }
+};
+
+__device__ __forceinline__ float geluTanh(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+
+template <class T2>
+__device__ __forceinline__ uint32_t bits(T2 v) {
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Four 8x8 b16 matrices from registers to shared memory; lane l gives the
+// address of row l % 8 of matrix l / 8 (no CCCL wrapper for stmatrix).
+__device__ __forceinline__ void stmatrix4(uint32_t addr, uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3) {
+#if CUSYNC_GEMM_SM90A
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(m0), "r"(m1),
+               "r"(m2), "r"(m3)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ uint4 ldShared16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+// Scratch address of 16-byte unit u of row r: units are XOR-swizzled by the
+// row so that the 8 rows of one stmatrix matrix, and the 4 rows of one read,
+// fall in different banks.
+__device__ __forceinline__ uint32_t scratchAt(uint32_t base, int r, int u) {
+  return base + static_cast<uint32_t>(r * 128 + ((u ^ (r & 7)) << 4));
+}
+
+// Stores output groups [g0, g0 + 2 * PAIRS) (8 columns each) of this warp's
+// 16 rows: stmatrix into the scratch, then 16-byte row stores. out[2 g + h]
+// holds group g, rows lane / 4 + 8 h, as a packed pair.
+template <class T, int PAIRS, int NREG>
+__device__ __forceinline__ void storeChunk(const uint32_t (&out)[NREG], int g0, uint32_t scratch, T* C, int64_t row0,
+                                           int64_t col0, int64_t M, int64_t nOut) {
+  constexpr int kUnits = 2 * PAIRS;  // 16-byte units per row in this chunk
+  const int lane = threadIdx.x % 32;
+  const int m = lane / 8;  // which of the four matrices this lane addresses
+#pragma unroll
+  for (int p = 0; p < PAIRS; ++p) {
+    const int g = g0 + 2 * p;
+    const int r = (m & 1) * 8 + lane % 8;
+    stmatrix4(scratchAt(scratch, r, 2 * p + (m >> 1)), out[2 * g], out[2 * g + 1], out[2 * g + 2], out[2 * g + 3]);
+  }
+  __syncwarp();
+  constexpr int kRowsPerStep = 32 / kUnits;
+#pragma unroll
+  for (int i = 0; i < 16 / kRowsPerStep; ++i) {
+    const int r = i * kRowsPerStep + lane / kUnits;
+    const int u = lane % kUnits;
+    const uint4 v = ldShared16(scratchAt(scratch, r, u));
+    const int64_t row = row0 + r;
+    const int64_t col = col0 + 8 * (g0 + u);
+    if (row < M && col < nOut) *reinterpret_cast<uint4*>(C + row * nOut + col) = v;
+  }
+  __syncwarp();  // the next chunk overwrites the scratch
+}
+
+// Epilogue for one consumer warpgroup: rows [rowBase, rowBase + 64) of C, and
+// accumulator columns [n0, n0 + WN) (interleaved gate/up for SwiGLU, which
+// writes output columns [n0 / 2, n0 / 2 + WN / 2)). `scratch` is this warp's
+// kScratchPerWarp bytes of shared memory.
+template <class T, int WN, Epilogue E>
+__device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiParams& p, int64_t rowBase, int64_t n0,
+                                         unsigned char* scratch) {
+  using Ops = TypeOps<T>;
+  using T2 = typename Ops::T2;
+  constexpr bool kGlu = E == Epilogue::SwiGLU;
+  constexpr int WO = kGlu ? WN / 2 : WN;  // output columns
+  static_assert(WO % 32 == 0, "output width of a warpgroup must be a multiple of 32");
+  const int t = threadIdx.x % 128;
+  const int warp = t / 32, lane = t % 32;
+  const int64_t row0 = rowBase + warp * 16;  // this warp's first row
+  const int64_t rowA = row0 + lane / 4;      // this lane's rows: rowA, rowA + 8
+  const int q2 = 2 * (lane % 4);
+  const T2* bias = static_cast<const T2*>(p.bias);
+  const int64_t nOut = kGlu ? p.N / 2 : p.N;
+
+  uint32_t out[WO / 4];
+  if constexpr (kGlu) {
+#pragma unroll
+    for (int g = 0; g < WO / 8; ++g) {
+      // Accumulator groups 2g (gate) and 2g + 1 (up) hold the same output columns.
+      const int64_t gcol = n0 + 16 * g + q2;
+      float bg0 = 0.f, bg1 = 0.f, bu0 = 0.f, bu1 = 0.f;
+      if (bias != nullptr && gcol < p.N) {
+        const float2 bg = Ops::unpack(bias[gcol / 2]);
+        const float2 bu = Ops::unpack(bias[(gcol + 8) / 2]);
+        bg0 = bg.x, bg1 = bg.y, bu0 = bu.x, bu1 = bu.y;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float g0 = acc[8 * g + 2 * h] + bg0, g1 = acc[8 * g + 2 * h + 1] + bg1;
+        const float u0 = acc[8 * g + 4 + 2 * h] + bu0, u1 = acc[8 * g + 4 + 2 * h + 1] + bu1;
+        out[2 * g + h] = bits(Ops::pack(silu(g0) * u0, silu(g1) * u1));
+      }
+    }
+  } else {
+#pragma unroll
+    for (int g = 0; g < WO / 8; ++g) {
+      const int64_t col = n0 + 8 * g + q2;
+      float b0 = 0.f, b1 = 0.f;
+      if constexpr (E != Epilogue::Identity) {
+        if (bias != nullptr && col < p.N) {
+          const float2 b = Ops::unpack(bias[col / 2]);
+          b0 = b.x, b1 = b.y;
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v0 = acc[4 * g + 2 * h] + b0, v1 = acc[4 * g + 2 * h + 1] + b1;
+        if constexpr (E == Epilogue::Gelu) v0 = geluTanh(v0), v1 = geluTanh(v1);
+        if constexpr (E == Epilogue::Residual) {
+          const int64_t row = rowA + 8 * h;
+          if (row < p.M && col < p.N) {
+            const float2 r = Ops::unpack(static_cast<const T2*>(p.residual)[(row * p.N + col) / 2]);
+            v0 += r.x, v1 += r.y;
+          }
+        }
+        out[2 * g + h] = bits(Ops::pack(v0, v1));
+      }
+    }
+  }
+
+  const uint32_t sbase = static_cast<uint32_t>(__cvta_generic_to_shared(scratch));
+  const int64_t col0 = kGlu ? n0 / 2 : n0;
+#pragma unroll
+  for (int c = 0; c < WO / 64; ++c) storeChunk<T, 4>(out, 8 * c, sbase, C, row0, col0, p.M, nOut);
+  if constexpr (WO % 64 == 32) storeChunk<T, 2>(out, WO / 64 * 8, sbase, C, row0, col0, p.M, nOut);
+}
+
+}  // namespace cusync_gemm::detail
