@@ -116,7 +116,7 @@ int benchGemm(int argc, char** argv) {
   int iters = 50;
   std::vector<TileConfig> cfgs = {TileConfig::Auto};
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
-  int splitK = 0;
+  std::vector<int> splits = {0};
   std::string csv = "gemm_bench.csv";
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -129,7 +129,7 @@ int benchGemm(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: cusync-bench gemm [--m LIST] [--shape LIST] [--iters N] [--config LIST] [--splitk N] [--csv FILE]\n"
+          "usage: cusync-bench gemm [--m LIST] [--shape LIST] [--iters N] [--config LIST] [--splitk LIST] [--csv FILE]\n"
           "  Our Hopper GEMM against cuBLASLt, side by side, on every GEMM shape of DESIGN.md section 4\n"
           "  (bf16, B as [N, K]) at M in LIST (default 64,256,512,1024,2048,4096): median ms, TFLOP/s,\n"
           "  time ratio to cuBLAS, max relative error; losses are flagged. CSV to FILE (default\n"
@@ -137,7 +137,8 @@ int benchGemm(int argc, char** argv) {
           "  --shape LIST   only these shapes (gpt3-mlp1,gpt3-mlp2,llama-mlp1,llama-mlp2,gpt3-qkv,gpt3-wo,\n"
           "                 llama-qkv,llama-wo)\n"
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
-          "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk\n");
+          "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk\n"
+          "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n");
       return 0;
     } else if (a == "--m") {
       ms.clear();
@@ -145,7 +146,9 @@ int benchGemm(int argc, char** argv) {
     } else if (a == "--iters") {
       iters = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--splitk") {
-      splitK = std::max(0, std::atoi(next().c_str()));
+      splits.clear();
+      for (const std::string& t : bench::commaList(next())) splits.push_back(std::max(0, std::atoi(t.c_str())));
+      if (splits.empty()) splits.push_back(0);
     } else if (a == "--csv") {
       csv = next();
     } else if (a == "--config" || a == "--shape") {
@@ -217,9 +220,12 @@ int benchGemm(int argc, char** argv) {
       LtPlan plan(lt, M, N, K);
       auto cub = [&](int i) { plan.run(lt, A[i % copies], B[i % copies], C2[i % copies], s); };
       double tCub = -1;
-      for (TileConfig cfg : cfgs) {
+      for (TileConfig cfg : cfgs)
+      for (int splitK : splits) {
       GemmArgs g;
       g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK;
+      // Split counts only vary the split configurations (auto may resolve to one).
+      if (splitK != splits.front() && cfg != TileConfig::Auto && !isSplitConfig(cfg)) continue;
       const TileConfig used = resolveConfig(g, prop.multiProcessorCount);
       std::string usedName = toString(used);
       if (used == TileConfig::T64x128SplitK || used == TileConfig::T64x256SplitK)

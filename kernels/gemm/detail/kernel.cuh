@@ -194,6 +194,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       cusync::TileWork start{};
       if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
+      // Tiles: the producer looks one tile ahead. The next tile's ticket is
+      // taken when a tile starts and decoded half-way through it, so neither
+      // the dispenser's atomic nor the order-table load sits between the last
+      // k-block of one tile and the first of the next.
+      cusync::TileWork ahead{};
+      unsigned long long nextTicket = 0;
+      if constexpr (!Split) ahead = cusync::tileOfTicket(view, cusync::ticketElected(view));
       for (;;) {
         UnitWork u;
         if constexpr (Split) {
@@ -214,9 +221,10 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
           }
         } else {
-          u.w = cusync::tileElected(view);
+          u.w = ahead;
           u.kb0 = 0;
           u.kb1 = kIters;
+          if (u.w.valid) nextTicket = cusync::ticketElected(view);
         }
         const cusync::TileWork& work = u.w;
         mbarWait(&empty[stage], phase ^ 1);
@@ -266,6 +274,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           const int32_t ca[2] = {k0, m0};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
           if (++stage == S) stage = 0, phase ^= 1;
+          if constexpr (!Split)
+            if (kb == (u.kb0 + u.kb1) / 2) ahead = cusync::tileOfTicket(view, nextTicket);
         }
         if (p.trace != nullptr && u.kb0 == 0) {
           p.trace[work.index].start = tTook;
@@ -342,17 +352,26 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
           }
           asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+          // Add the partials in split order (a fixed order: runs are bit-identical).
+          // Each batch of 8 loads goes out before any of its adds, so the
+          // finisher waits one L2 round trip per batch, not per load: the
+          // per-load chain made time grow with S (NOTES.md v8).
+          static_assert(R4 % 8 == 0, "partials are added in batches of 8 float4");
+          for (uint32_t s = 0; s + 1 < NS; ++s) {
+            const float4* src = slot(s) + t;
 #pragma unroll
-          for (int r = 0; r < R4; ++r) {
-            float4 s4 = __ldcg(slot(0) + r * 128 + t);
-            for (uint32_t s = 1; s + 1 < NS; ++s) {
-              const float4 v = __ldcg(slot(s) + r * 128 + t);
-              s4.x += v.x, s4.y += v.y, s4.z += v.z, s4.w += v.w;
+            for (int r0 = 0; r0 < R4; r0 += 8) {
+              float4 v[8];
+#pragma unroll
+              for (int i = 0; i < 8; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+#pragma unroll
+              for (int i = 0; i < 8; ++i) {
+                acc[4 * (r0 + i)] += v[i].x;
+                acc[4 * (r0 + i) + 1] += v[i].y;
+                acc[4 * (r0 + i) + 2] += v[i].z;
+                acc[4 * (r0 + i) + 3] += v[i].w;
+              }
             }
-            acc[4 * r] = s4.x + acc[4 * r];
-            acc[4 * r + 1] = s4.y + acc[4 * r + 1];
-            acc[4 * r + 2] = s4.z + acc[4 * r + 2];
-            acc[4 * r + 3] = s4.w + acc[4 * r + 3];
           }
         }
       }
