@@ -93,17 +93,18 @@ namespace {
 //    and refill.
 //  - A data-parallel launch takes as many tile times as it has waves (the
 //    last one often part empty).
-constexpr double kTileOverhead = 1.5;
+constexpr double kTileOverhead = 2.5;
 double stepCost(uint32_t bn) {
-  const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.97 : 0.88;
+  const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
 }
 
 // Tail split: whole waves of 128 x bn tiles, then the R tiles left (R < SMs)
 // each split into S parts, S chosen for the least estimated time: the part
 // waves, each a 1/S share of the k-blocks plus the tile overhead, plus per
-// extra split a fixup (an fp32 partial written, then re-read by the
-// finishing block: about two k-blocks' time) and 1% of a tile for its flag.
+// extra split a fixup: an fp32 partial written, then read back by the
+// finishing block after its siblings are done, which is latency-bound
+// (measured ~4-8 us per split for 128x192 at M = 256, NOTES.md v8).
 struct TailPlan {
   uint32_t splits = 1;
   uint32_t dpTiles = 0;
@@ -122,16 +123,17 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
     p.dpTiles = static_cast<uint32_t>(tiles);
     return p;
   }
-  // Measured on the H100 (NOTES.md v6): splitting paid only after at least
-  // one whole wave, with all parts in one wave (R S <= SMs) and K of at least
-  // 64 k-blocks; several waves of parts ran 1.2-3.6x slower than no split
-  // (cause open, NOTES.md v7), and at K <= 1536 the fixup outweighed the gain.
-  if (forcedSplits <= 0 && (waves < 1 || kIters < 64)) return p;
+  // Measured on the H100 (NOTES.md v6, v8): splitting paid only with all
+  // parts in one wave (R S <= SMs) and K of at least 64 k-blocks; several
+  // waves of parts ran 1.2-4.8x slower than no split, since each finisher
+  // waits for its slowest sibling and delays its next unit; at K <= 1536 the
+  // fixup outweighed the gain.
+  if (forcedSplits <= 0 && (kIters < 64 || 2 * rest > numSMs)) return p;
   int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
   if (forcedSplits <= 0) maxS = std::min<int64_t>(maxS, numSMs / rest);
   for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
     const double part = static_cast<double>(cdiv(kIters, S)) * step + kTileOverhead;
-    const double fixup = (2.0 * step + 0.01 * tileCost) * static_cast<double>(S - 1);
+    const double fixup = 8.0 * static_cast<double>(bn) / 256.0 * static_cast<double>(S - 1);
     const double c = static_cast<double>(waves) * tileCost + static_cast<double>(cdiv(rest * S, numSMs)) * part + fixup;
     if (forcedSplits > 0 || c < p.cost) p.splits = static_cast<uint32_t>(S), p.cost = c;
   }

@@ -353,19 +353,21 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
           asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
           // Add the partials in split order (a fixed order: runs are bit-identical).
-          // Each batch of 8 loads goes out before any of its adds, so the
-          // finisher waits one L2 round trip per batch, not per load: the
-          // per-load chain made time grow with S (NOTES.md v8).
-          static_assert(R4 % 8 == 0, "partials are added in batches of 8 float4");
+          // A whole batch of loads goes out before any of its adds, so the
+          // finisher waits one L2 round trip per batch, not per load: reading
+          // the partials is latency-bound and was most of a split's cost
+          // (NOTES.md v8). Batches as large as the registers beside acc allow.
+          constexpr int kBatch = R4 <= 24 ? R4 : 16;
+          static_assert(R4 % kBatch == 0, "partials are added in whole batches");
           for (uint32_t s = 0; s + 1 < NS; ++s) {
             const float4* src = slot(s) + t;
 #pragma unroll
-            for (int r0 = 0; r0 < R4; r0 += 8) {
-              float4 v[8];
+            for (int r0 = 0; r0 < R4; r0 += kBatch) {
+              float4 v[kBatch];
 #pragma unroll
-              for (int i = 0; i < 8; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+              for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
 #pragma unroll
-              for (int i = 0; i < 8; ++i) {
+              for (int i = 0; i < kBatch; ++i) {
                 acc[4 * (r0 + i)] += v[i].x;
                 acc[4 * (r0 + i) + 1] += v[i].y;
                 acc[4 * (r0 + i) + 2] += v[i].z;
