@@ -32,20 +32,6 @@ __device__ __forceinline__ TileWork tileElected(const V& v) {
   return protocol::dispenseElected<CudaBackend>(v, linearBlockIndex());
 }
 
-// tileElected in two phases, for a producer thread that looks one tile ahead:
-// ticketElected() starts the ticket's atomic and returns at once (its result
-// arrives while the caller issues the current tile's loads); tileOfTicket()
-// decodes it later. Every ticket taken must be decoded, in order.
-template <class V>
-__device__ __forceinline__ unsigned long long ticketElected(const V& v) {
-  CudaBackend::triggerDependents();
-  return protocol::takeTicketElected<CudaBackend>(v);
-}
-template <class V>
-__device__ __forceinline__ TileWork tileOfTicket(const V& v, unsigned long long ticket) {
-  return protocol::decodeTicket<CudaBackend>(v, ticket, linearBlockIndex());
-}
-
 template <class V>
 __device__ __forceinline__ void wait(const V& v, const TileWork& w, const Read& r, uint32_t input = 0,
                                      Reader reader = Reader::Generic) {

@@ -123,17 +123,16 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
     p.dpTiles = static_cast<uint32_t>(tiles);
     return p;
   }
-  // Measured on the H100 (NOTES.md v6, v8): splitting paid only with all
-  // parts in one wave (R S <= SMs) and K of at least 64 k-blocks; several
-  // waves of parts ran 1.2-4.8x slower than no split, since each finisher
-  // waits for its slowest sibling and delays its next unit; at K <= 1536 the
-  // fixup outweighed the gain.
-  if (forcedSplits <= 0 && (kIters < 64 || 2 * rest > numSMs)) return p;
-  int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
-  if (forcedSplits <= 0) maxS = std::min<int64_t>(maxS, numSMs / rest);
+  // Measured on the H100 (NOTES.md v6, v8): at K <= 1536 the fixup
+  // outweighed the gain. Parts go phase by phase, so with parts in several
+  // waves the finishing part comes after its siblings; each part but the
+  // last pays a partial write, and the finisher reads S - 1 partials.
+  if (forcedSplits <= 0 && kIters < 64) return p;
+  const int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
   for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
-    const double part = static_cast<double>(cdiv(kIters, S)) * step + kTileOverhead;
-    const double fixup = 8.0 * static_cast<double>(bn) / 256.0 * static_cast<double>(S - 1);
+    const double write = 2.0 * static_cast<double>(bn) / 256.0;
+    const double part = static_cast<double>(cdiv(kIters, S)) * step + kTileOverhead + write;
+    const double fixup = 6.0 * static_cast<double>(bn) / 256.0 * static_cast<double>(S - 1);
     const double c = static_cast<double>(waves) * tileCost + static_cast<double>(cdiv(rest * S, numSMs)) * part + fixup;
     if (forcedSplits > 0 || c < p.cost) p.splits = static_cast<uint32_t>(S), p.cost = c;
   }

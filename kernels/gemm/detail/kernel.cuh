@@ -42,13 +42,12 @@ struct UnitWork {
 // How a launch turns tiles into work units.
 //   Tiles:   one unit per tile, from the stage's dispenser.
 //   SplitK:  units from a per-stage counter, in stage order: the first
-//            dpTiles tiles whole, then every later tile as S adjacent units
-//            (tile, split), each a contiguous S-th of the k-blocks. The 64-row
-//            configurations split every tile (dpTiles = 0); the 128-row
-//            tail-split configuration splits only the tiles of the last,
-//            part-empty wave, so that it fills the SMs. Splits of one tile
-//            run at the same time on the same k offsets as their neighbours'
-//            (the operands they share stay in L2).
+//            dpTiles tiles whole, then the R later tiles in S phases, phase s
+//            holding split s (a contiguous S-th of the k-blocks) of each of
+//            them. The 64-row configurations split every tile (dpTiles = 0);
+//            the 128-row tail-split configurations split only the tiles past
+//            the whole waves, so that they fill the SMs. Units running at
+//            once share k offsets (the operands they share stay in L2).
 enum class Sched { Tiles, SplitK };
 
 // Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
@@ -147,8 +146,8 @@ __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 25
 //
 // BM = 128: consumer warpgroup cw owns rows [64 cw, 64 cw + 64) x all BN columns.
 // BM = 64 (split-K path): consumer cw owns all 64 rows x columns [cw BN/2, (cw + 1) BN/2).
-// Split: work units (tile position, split) come from sp.counter in stage order,
-// all splits of a tile adjacent; split s < S - 1 writes its fp32 partial and
+// Split: work units (tile position, split) come from sp.counter, phase by
+// phase (see Sched::SplitK); split s < S - 1 writes its fp32 partial and
 // raises the tile's flag; split S - 1 waits for the S - 1 partials, adds them
 // in split order (deterministic), runs the epilogue, takes one stage ticket and
 // posts the tile once. Every block takes one stage ticket at start (its run
@@ -194,13 +193,6 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       cusync::TileWork start{};
       if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
-      // Tiles: the producer looks one tile ahead. The next tile's ticket is
-      // taken when a tile starts and decoded half-way through it, so neither
-      // the dispenser's atomic nor the order-table load sits between the last
-      // k-block of one tile and the first of the next.
-      cusync::TileWork ahead{};
-      unsigned long long nextTicket = 0;
-      if constexpr (!Split) ahead = cusync::tileOfTicket(view, cusync::ticketElected(view));
       for (;;) {
         UnitWork u;
         if constexpr (Split) {
@@ -209,11 +201,18 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           u.w = start;
           u.w.valid = t < sp.units;
           if (u.w.valid) {
+            // Split units go phase by phase: every split tile's part 0, then
+            // every part 1, ... So the parts running at once share k offsets
+            // (and the B slices of their column in L2), and a tile's last
+            // part, which finishes it, comes after its siblings whenever the
+            // parts span several waves: it then finds their partials written
+            // instead of waiting for them (NOTES.md v8).
             const uint32_t dp = sp.dpTiles;
             const uint32_t S = t < dp ? 1u : sp.splits;
+            const uint32_t R = sp.units > dp ? (sp.units - dp) / sp.splits : 1u;  // split tiles
             const uint32_t q = static_cast<uint32_t>(t) - (t < dp ? 0u : dp);
-            u.pos = (t < dp ? 0u : dp) + q / S;
-            u.split = q % S;
+            u.pos = t < dp ? q : dp + q % R;
+            u.split = t < dp ? 0u : q / R;
             u.w.index = u.pos;
             const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
             u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
@@ -221,10 +220,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
           }
         } else {
-          u.w = ahead;
+          // The ticket is taken once the previous tile's loads are all issued:
+          // taking it a tile ahead measured up to 11% slower where the last
+          // wave is nearly full, since blocks then keep tiles that a block
+          // finishing earlier would have taken (NOTES.md v8).
+          u.w = cusync::tileElected(view);
           u.kb0 = 0;
           u.kb1 = kIters;
-          if (u.w.valid) nextTicket = cusync::ticketElected(view);
         }
         const cusync::TileWork& work = u.w;
         mbarWait(&empty[stage], phase ^ 1);
@@ -274,8 +276,6 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           const int32_t ca[2] = {k0, m0};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
           if (++stage == S) stage = 0, phase ^= 1;
-          if constexpr (!Split)
-            if (kb == (u.kb0 + u.kb1) / 2) ahead = cusync::tileOfTicket(view, nextTicket);
         }
         if (p.trace != nullptr && u.kb0 == 0) {
           p.trace[work.index].start = tTook;
