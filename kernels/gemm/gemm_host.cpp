@@ -123,12 +123,15 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
     p.dpTiles = static_cast<uint32_t>(tiles);
     return p;
   }
-  // Measured on the H100 (NOTES.md v6, v8): at K <= 1536 the fixup
-  // outweighed the gain. Parts go phase by phase, so with parts in several
-  // waves the finishing part comes after its siblings; each part but the
-  // last pays a partial write, and the finisher reads S - 1 partials.
-  if (forcedSplits <= 0 && kIters < 64) return p;
-  const int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
+  // Measured on the H100 (NOTES.md v6, v8): splitting paid only with all
+  // parts in one wave (R S <= SMs) and K of at least 64 k-blocks. Parts in
+  // several waves lost to the unsplit tiles almost everywhere (1.05-1.9x),
+  // even with the finishing part placed after its siblings; at K <= 1536 the
+  // fixup outweighed the gain. Each part but the last pays a partial write,
+  // and the finisher reads S - 1 partials.
+  if (forcedSplits <= 0 && (kIters < 64 || 2 * rest > numSMs)) return p;
+  int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
+  if (forcedSplits <= 0) maxS = std::min<int64_t>(maxS, numSMs / rest);
   for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
     const double write = 2.0 * static_cast<double>(bn) / 256.0;
     const double part = static_cast<double>(cdiv(kIters, S)) * step + kTileOverhead + write;
@@ -199,13 +202,16 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
     const double cost = estimatedCost(M, N, K, numSMs, c);
     if (cost < bestCost * 0.999) best = c, bestCost = cost;
   }
+  TileConfig bestTail = TileConfig::Auto;
+  double bestTailCost = 0;
   for (TileConfig c : {TileConfig::T128x256SplitTail, TileConfig::T128x192SplitTail}) {
     GemmArgs a;
     a.M = M, a.N = N, a.K = K;
     if (splitCount(a, c, numSMs) < 2) continue;
     const double cost = estimatedCost(M, N, K, numSMs, c);
-    if (cost < 0.95 * bestCost) best = c, bestCost = cost;
+    if (bestTail == TileConfig::Auto || cost < bestTailCost) bestTail = c, bestTailCost = cost;
   }
+  if (bestTail != TileConfig::Auto && bestTailCost < 0.95 * bestCost) best = bestTail, bestCost = bestTailCost;
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
   // exist to pull the weights at full bandwidth, and K has at least 24
