@@ -60,6 +60,11 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   waves, then the tiles of the last, part-empty wave each split into S
 //   parts (GemmArgs::splitK, or the heuristic's count) so that they fill the
 //   SMs; finished like split K. Workspace: tail tiles x (S - 1) x 128 (96) KiB.
+//   T128x192Pair, T128x256Pair: a cluster of two blocks per stage tile of
+//   256 x 192 (256 x 256): each block computes 128 rows and loads its own A,
+//   and each loads half of the B k-block and multicasts it to both (TMA
+//   multicast), so B crosses from L2 once per pair. The stage's tiles are
+//   256 rows tall; the first block of a cluster takes the tickets and posts.
 enum class TileConfig {
   Auto,
   T128x128,
@@ -68,20 +73,25 @@ enum class TileConfig {
   T64x256SplitK,
   T128x256SplitTail,
   T128x192,
-  T128x192SplitTail
+  T128x192SplitTail,
+  T128x192Pair,
+  T128x256Pair
 };
 
 // Every configuration but Auto, for lists and tests.
 constexpr TileConfig kAllTileConfigs[] = {TileConfig::T128x128,          TileConfig::T128x192,
                                           TileConfig::T128x256,          TileConfig::T128x192SplitTail,
                                           TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK,
-                                          TileConfig::T64x256SplitK};
+                                          TileConfig::T64x256SplitK,     TileConfig::T128x192Pair,
+                                          TileConfig::T128x256Pair};
 
 // Whether c splits the K loop of some tiles (a split-K workspace is used).
 constexpr bool isSplitConfig(TileConfig c) {
   return c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK || c == TileConfig::T128x256SplitTail ||
          c == TileConfig::T128x192SplitTail;
 }
+// Whether c launches clusters of two blocks per stage tile (B multicast).
+constexpr bool isPairConfig(TileConfig c) { return c == TileConfig::T128x192Pair || c == TileConfig::T128x256Pair; }
 constexpr bool isTailSplitConfig(TileConfig c) {
   return c == TileConfig::T128x256SplitTail || c == TileConfig::T128x192SplitTail;
 }
@@ -161,9 +171,13 @@ cusync::Dim3 stageTile(TileConfig c);
 
 // Blocks of a persistent launch of `a` with configuration c (resolved):
 // min(SMs, work units), work units = tiles (x splits for T64x128SplitK;
-// or the tail tiles x splits for T128x256SplitTail).
-// A stage's view() must always be taken with this count.
+// or the tail tiles x splits for T128x256SplitTail); for the pair
+// configurations twice min(SMs / 2, tiles).
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs);
+// The blocks of that launch that take tickets from the stage: all of them,
+// or one per cluster for the pair configurations. A stage's view() must
+// always be taken with this count.
+uint32_t ticketBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 
 // The tile order gemm() uses for its own stages (bands of tile rows walked by
 // column, see cusync/tile_order.h).

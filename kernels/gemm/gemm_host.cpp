@@ -28,6 +28,8 @@ const char* toString(TileConfig c) {
     case TileConfig::T128x192: return "128x192";
     case TileConfig::T128x256: return "128x256";
     case TileConfig::T128x192SplitTail: return "128x192-splittail";
+    case TileConfig::T128x192Pair: return "128x192-pair";
+    case TileConfig::T128x256Pair: return "128x256-pair";
     case TileConfig::T128x256SplitTail: return "128x256-splittail";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
     case TileConfig::T64x256SplitK: return "64x256-splitk";
@@ -52,6 +54,8 @@ TileShape tileShape(TileConfig c) {
     case TileConfig::T128x192: return {128, 192, 64};
     case TileConfig::T128x256: return {128, 256, 64};
     case TileConfig::T128x192SplitTail: return {128, 192, 64};
+    case TileConfig::T128x192Pair: return {256, 192, 64};
+    case TileConfig::T128x256Pair: return {256, 256, 64};
     case TileConfig::T128x256SplitTail: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
     case TileConfig::T64x256SplitK: return {64, 256, 64};
@@ -94,6 +98,7 @@ namespace {
 //  - A data-parallel launch takes as many tile times as it has waves (the
 //    last one often part empty).
 constexpr double kTileOverhead = 2.5;
+constexpr double kPairRate = 0.98;  // k-block cost of a pair against one block (not yet measured)
 double stepCost(uint32_t bn) {
   const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
@@ -165,9 +170,15 @@ uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs) {
 
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
   const uint64_t tiles = stageGrid(a, c).count();
+  if (isPairConfig(c)) return 2 * static_cast<uint32_t>(std::min<uint64_t>(tiles, std::max(1, numSMs / 2)));
   const uint64_t dp = splitDataParallelTiles(a, c, numSMs);
   const uint64_t units = dp + (tiles - dp) * splitCount(a, c, numSMs);
   return static_cast<uint32_t>(std::min<uint64_t>(units, static_cast<uint64_t>(numSMs)));
+}
+
+uint32_t ticketBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
+  const uint32_t b = persistentBlocks(a, c, numSMs);
+  return isPairConfig(c) ? b / 2 : b;
 }
 
 TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs) { return chooseConfig(M, N, K, numSMs, false); }
@@ -177,6 +188,13 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
   if (c == TileConfig::Auto) bad("estimatedCost: resolve 'auto' first");
   const TileShape t = tileShape(c);
   if (isTailSplitConfig(c)) return tailPlan(M, N, std::max<int64_t>(K, 1), numSMs, 0, t.bn).cost;
+  if (isPairConfig(c)) {
+    // Two 128-row tiles per cluster, a cluster per two SMs, B at half the L2 traffic.
+    const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
+    const int64_t tiles = cdiv(M, 256) * cdiv(N, t.bn);
+    return static_cast<double>(cdiv(tiles, std::max(1, numSMs / 2))) *
+           (static_cast<double>(kIters) * stepCost(t.bn) * kPairRate + kTileOverhead);
+  }
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (t.bm == 64) {
     // 64-row split-K tiles: half a 128-row step each, every split a tile overhead.

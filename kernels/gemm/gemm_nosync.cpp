@@ -24,6 +24,7 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
   const cusync::Dim3 grid = stageGrid(a, c);
   const cusync::Dim3 tile = stageTile(c);
   const uint32_t blocks = persistentBlocks(a, c, d.sms);
+  const uint32_t takers = ticketBlocks(a, c, d.sms);
 
   using Key = std::tuple<int, cudaStream_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
   static std::mutex mu;
@@ -31,14 +32,14 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
   NoSyncStage* st = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto& slot = stages[Key{d.device, stream, grid.x, grid.y, tile.x, tile.y, blocks}];
+    auto& slot = stages[Key{d.device, stream, grid.x, grid.y, tile.x, tile.y, takers}];
     if (!slot) {
       slot = std::make_unique<NoSyncStage>("gemm", grid, tile);
       slot->setOrder(GroupedOrder{8});
     }
     st = slot.get();
   }
-  const detail::NoSyncView v = st->view(blocks);
+  const detail::NoSyncView v = st->view(takers);
   GemmArgs r = a;
   r.config = c;
   if (a.dtype == DType::BF16)

@@ -7,7 +7,7 @@
 //   cusync_gemm::gemm(args, st, stream);
 //
 // The stage's grid and tile must match the resolved configuration. The
-// launch is persistent: view(persistentBlocks(args, c, SMs)) is what the kernel
+// launch is persistent: view(ticketBlocks(args, c, SMs)) is what the kernel
 // receives (min(SMs, tiles), or min(SMs, tiles x splits) for T64x128SplitK).
 #pragma once
 
@@ -25,7 +25,7 @@ void gemm(const GemmArgs& a, cusync::Stage<In, Out, Memory>& stage, cudaStream_t
     throw cusync::Error(cusync::ErrorCode::GridMismatch, stage.name(),
                         std::string("stage grid/tile do not match GEMM configuration ") + toString(c));
   const uint32_t blocks = persistentBlocks(a, c, d.sms);
-  detail::dispatchAll(a, c, stage.view(blocks), blocks, stream);
+  detail::dispatchAll(a, c, stage.view(ticketBlocks(a, c, d.sms)), blocks, stream);
 }
 
 }  // namespace cusync_gemm

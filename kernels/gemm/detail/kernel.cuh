@@ -48,7 +48,13 @@ struct UnitWork {
 //            the 128-row tail-split configurations split only the tiles past
 //            the whole waves, so that they fill the SMs. Units running at
 //            once share k offsets (the operands they share stay in L2).
-enum class Sched { Tiles, SplitK };
+//   Pair:    a cluster of two blocks per stage tile of 256 rows: each block
+//            computes 128 of the rows and loads its own A, and each loads half
+//            of the B k-block and multicasts it to both, so a block receives B
+//            from L2 once per pair instead of once per block (a third less L2
+//            -> SM traffic for 128x256). The first block takes the tickets and
+//            hands each tile to the second through shared memory.
+enum class Sched { Tiles, SplitK, Pair };
 
 // Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
 struct SplitParams {
@@ -70,7 +76,12 @@ struct Ring {
   static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? 5 : 6);
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
-  static constexpr int kScratchOffset = (kInfoOffset + kStages * (int)sizeof(UnitWork) + 127) / 128 * 128;
+  // Pair launches: the tile handed to the second block, and the mbarriers
+  // of the hand-over (mailbox full / empty) and of the post (peer stored /
+  // post done).
+  static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(UnitWork) + 15) / 16 * 16;
+  static constexpr int kPairBytes = (int)sizeof(UnitWork) + 4 * 8;
+  static constexpr int kScratchOffset = (kPairOffset + kPairBytes + 127) / 128 * 128;
   static constexpr int kBytes = kScratchOffset + 8 * kScratchPerWarp;  // 8 consumer warps
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
   static_assert(kSmemRequest <= 232448, "more shared memory than an H100 block may have");
@@ -138,6 +149,29 @@ __device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+// Waits for a phase completed by arrivals from the other block of a cluster.
+__device__ __forceinline__ void mbarWaitCluster(uint64_t* bar, uint32_t parity) {
+#if CUSYNC_GEMM_SM90A
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity)) {
+  }
+#endif
+}
+
+// Arrives on the mbarrier at the same shared-memory offset in cluster block `rank`.
+__device__ __forceinline__ void arriveRemote(uint64_t* localBar, uint32_t rank) {
+#if CUSYNC_GEMM_SM90A
+  cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                             static_cast<uint64_t*>(__cluster_map_shared_rank(localBar, rank)));
+#endif
+}
+
+__device__ __forceinline__ void clusterSync() {
+#if CUSYNC_GEMM_SM90A
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+  cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+#endif
+}
+
 // Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
@@ -159,6 +193,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   static_assert(BM == 128 || BM == 64, "BM");
   static_assert(BM == 128 || Sc == Sched::SplitK, "64-row tiles go with split K");
   constexpr bool Split = Sc == Sched::SplitK;
+  constexpr bool Pair = Sc == Sched::Pair;
+  constexpr int kRowsPerTile = Pair ? 2 * BM : BM;  // stage tile rows
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
   using R = Ring<BN, BM>;
   constexpr int S = R::kStages;
@@ -167,6 +203,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
   uint64_t* empty = full + S;
   UnitWork* info = reinterpret_cast<UnitWork*>(smem + R::kInfoOffset);
+  UnitWork* mailbox = reinterpret_cast<UnitWork*>(smem + R::kPairOffset);
+  uint64_t* mboxFull = reinterpret_cast<uint64_t*>(smem + R::kPairOffset + sizeof(UnitWork));
+  uint64_t* mboxEmpty = mboxFull + 1;
+  uint64_t* peerStored = mboxFull + 2;  // the second block stored its rows of the tile
+  uint64_t* postDone = mboxFull + 3;    // the first block posted the tile
+  const uint32_t rank = Pair ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
 
   const int wg = threadIdx.x / 128;
   const int kIters = static_cast<int>((p.K + kBK - 1) / kBK);
@@ -174,12 +216,22 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
-      cuda::ptx::mbarrier_init(&empty[s], 2);
+      // Pair: a slot is free once the consumers of both blocks are done with
+      // it, since either block's multicast writes into both.
+      cuda::ptx::mbarrier_init(&empty[s], Pair ? 4 : 2);
+    }
+    if constexpr (Pair) {
+      cuda::ptx::mbarrier_init(mboxFull, 1);
+      cuda::ptx::mbarrier_init(mboxEmpty, 1);
+      cuda::ptx::mbarrier_init(peerStored, 1);
+      cuda::ptx::mbarrier_init(postDone, 1);
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   }
-  __syncthreads();
+  // Pair: no remote arrive or multicast may reach a block before its barriers exist.
+  if constexpr (Pair) clusterSync();
+  else __syncthreads();
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -193,6 +245,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       cusync::TileWork start{};
       if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
+      uint32_t mboxPhase = 0;
+      // Pair: the other block's consumers release this block's slots too (acquire at cluster scope).
+      auto waitEmpty = [&](int st, uint32_t ph) {
+        if constexpr (Pair) mbarWaitCluster(&empty[st], ph ^ 1);
+        else mbarWait(&empty[st], ph ^ 1);
+      };
       for (;;) {
         UnitWork u;
         if constexpr (Split) {
@@ -224,30 +282,46 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           // taking it a tile ahead measured up to 11% slower where the last
           // wave is nearly full, since blocks then keep tiles that a block
           // finishing earlier would have taken (NOTES.md v8).
-          u.w = cusync::tileElected(view);
+          if constexpr (Pair) {
+            if (rank == 0) {
+              u.w = cusync::tileElected(view);
+              mbarWaitCluster(mboxEmpty, mboxPhase ^ 1);
+              *static_cast<cusync::TileWork*>(__cluster_map_shared_rank(&mailbox->w, 1)) = u.w;
+              arriveRemote(mboxFull, 1);
+            } else {
+              mbarWaitCluster(mboxFull, mboxPhase);
+              u.w = mailbox->w;
+              arriveRemote(mboxEmpty, 0);
+            }
+            mboxPhase ^= 1;
+          } else {
+            u.w = cusync::tileElected(view);
+          }
           u.kb0 = 0;
           u.kb1 = kIters;
         }
         const cusync::TileWork& work = u.w;
-        mbarWait(&empty[stage], phase ^ 1);
+        waitEmpty(stage, phase);
         info[stage] = u;
         if (!work.valid) {
           cuda::ptx::mbarrier_arrive(&full[stage]);
           break;
         }
-        const int32_t m0 = static_cast<int32_t>(work.tile.y * BM);
+        const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
+        const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
         const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
         const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
         const unsigned long long tTook = p.trace != nullptr ? globalTimer() : 0;
         unsigned int waited = 0;
         for (int kb = u.kb0; kb < u.kb1; ++kb) {
-          if (kb > u.kb0) mbarWait(&empty[stage], phase ^ 1);
+          if (kb > u.kb0) waitEmpty(stage, phase);
           unsigned char* sa = smem + stage * R::kStageBytes;
           unsigned char* sb = sa + R::kABytes;
           const int32_t k0 = kb * kBK;
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                &full[stage], kTx);
-          const cusync::Read read{static_cast<uint32_t>(k0), static_cast<uint32_t>(m0), 0, walkStart};
+          // Pair: both blocks wait for the whole stage tile's rows.
+          const cusync::Read read{static_cast<uint32_t>(k0), static_cast<uint32_t>(mTile), 0, walkStart};
           // ReorderTileLoads: load the weights (B) before waiting for A's
           // producer, so the wait overlaps B's load; without the flag the
           // wait comes first (measured slower in the MLP: kernels/mlp/NOTES.md run 4).
@@ -261,7 +335,24 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             }
           };
           if (!reorderLoads) waitForA();
-          if constexpr (TransB == 0) {
+          if constexpr (Pair) {
+            // Each block loads its half of B's boxes and multicasts them to
+            // both; each block's full barrier counts the whole slot.
+            constexpr uint16_t kBoth = 0x3;
+            if constexpr (TransB == 0) {
+              const int32_t cb[2] = {k0, n0 + static_cast<int32_t>(rank) * (BN / 2)};
+              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                              sb + rank * (BN / 2) * 128, &tmB, cb, &full[stage], kBoth);
+            } else {
+#pragma unroll
+              for (int c = 0; c < BN / 64; ++c) {
+                if ((c & 1) != static_cast<int>(rank)) continue;
+                const int32_t cb[2] = {n0 + 64 * c, k0};
+                cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + c * 8192, &tmB,
+                                                cb, &full[stage], kBoth);
+              }
+            }
+          } else if constexpr (TransB == 0) {
             const int32_t cb[2] = {k0, n0};
             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb, &tmB, cb, &full[stage]);
           } else {
@@ -277,7 +368,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sa, &tmA, ca, &full[stage]);
           if (++stage == S) stage = 0, phase ^= 1;
         }
-        if (p.trace != nullptr && u.kb0 == 0) {
+        if (p.trace != nullptr && u.kb0 == 0 && rank == 0) {
           p.trace[work.index].start = tTook;
           p.trace[work.index].waitNs = waited;
         }
@@ -295,6 +386,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     float acc[WN / 2];
     int stage = 0;
     uint32_t phase = 0;
+    uint32_t postPhase = 0;
+    // A slot is released to this block's producer and, in a pair, to the
+    // other block's, whose multicast also writes it.
+    auto release = [&](int st) {
+      cuda::ptx::mbarrier_arrive(&empty[st]);
+      if constexpr (Pair) arriveRemote(&empty[st], rank ^ 1u);
+    };
     for (;;) {
       mbarWait(&full[stage], phase);
       const UnitWork u = info[stage];
@@ -318,13 +416,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         }
         wgmmaCommit();
         wgmmaWait<1>();
-        if (prevStage >= 0 && signaller) cuda::ptx::mbarrier_arrive(&empty[prevStage]);
+        if (prevStage >= 0 && signaller) release(prevStage);
         prevStage = stage;
         if (++stage == S) stage = 0, phase ^= 1;
       }
       wgmmaWait<0>();
       fenceRegs(acc);
-      if (signaller) cuda::ptx::mbarrier_arrive(&empty[prevStage]);
+      if (signaller) release(prevStage);
       if constexpr (Split) {
         const uint32_t NS = u.pos < sp.dpTiles ? 1u : sp.splits;
         if (NS > 1) {
@@ -377,7 +475,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
-      epilogue<T, WN, E>(acc, C, p, static_cast<int64_t>(work.tile.y) * BM + cw * kRowOff,
+      epilogue<T, WN, E>(acc, C, p,
+                         static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
                          static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
                          smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * kScratchPerWarp);
       if constexpr (Split) {
@@ -386,14 +485,35 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       }
       if constexpr (!cusync::policy::isNoSync<Out>) {
         consumerBarrier();
-        if (threadIdx.x == 128) cusync::postElected(view, work);
+        if (threadIdx.x == 128) {
+          if constexpr (Pair) {
+            // The first block posts the pair's tile once the second has
+            // stored its rows; the second waits for that post before it
+            // signals its next tile, so the two never drift a tile apart.
+            if (rank == 1) {
+              mbarWaitCluster(postDone, postPhase ^ 1);
+              cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+              arriveRemote(peerStored, 0);
+            } else {
+              mbarWaitCluster(peerStored, postPhase);
+              cusync::postElected(view, work);
+              arriveRemote(postDone, 1);
+            }
+            postPhase ^= 1;
+          } else {
+            cusync::postElected(view, work);
+          }
+        }
       }
-      if (p.trace != nullptr && threadIdx.x == 128) {
+      if (p.trace != nullptr && threadIdx.x == 128 && rank == 0) {
         p.trace[work.index].end = globalTimer();
         p.trace[work.index].sm = smId();
       }
     }
   }
+  // Pair: neither block may exit while the other can still arrive on its
+  // barriers or multicast into its shared memory.
+  if constexpr (Pair) clusterSync();
 #endif
 }
 
@@ -403,6 +523,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
                const __grid_constant__ cusync::StageView<In, Out> view) {
   gemmBody<T, 128, BN, TransB, Sched::Tiles, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
+}
+
+// Pairs of 128-row blocks in a cluster sharing B by multicast (T128x192Pair,
+// T128x256Pair): stage tiles of 256 rows.
+template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
+    gemmKernelPair(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
+                   const __grid_constant__ cusync::StageView<In, Out> view) {
+  gemmBody<T, 128, BN, TransB, Sched::Pair, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
 }
 
 // Split K: 64-row tiles split throughout (T64x128SplitK, T64x256SplitK;

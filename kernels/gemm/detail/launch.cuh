@@ -31,6 +31,7 @@ void prepareKernel(K* k, int smem) {
 template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
 constexpr auto kernelFor() {
   if constexpr (Sc == Sched::SplitK) return gemmKernelSplit<T, BM, BN, TB, E, In, Out>;
+  else if constexpr (Sc == Sched::Pair) return gemmKernelPair<T, BN, TB, E, In, Out>;
   else return gemmKernel<T, BN, TB, E, In, Out>;
 }
 
@@ -61,10 +62,14 @@ template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class
 void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s,
                   const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
   static_assert(BM == 128 || Sc == Sched::SplitK, "BM 64 goes with split K");
+  static_assert(Sc != Sched::Pair || TB == 1 || (BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
   constexpr int smem = Ring<BN, BM>::kSmemRequest;
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   const CUtensorMap tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, BM);
-  const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, BN) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
+  // Pair: each block of a cluster loads half of B's rows ([N, K]) or of its
+  // 64-column boxes ([K, N]) and multicasts it.
+  constexpr int kBRows = Sc == Sched::Pair ? BN / 2 : BN;
+  const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
   const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
@@ -78,7 +83,9 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
   cfg.numAttrs = numAttrs;
   cudaError_t e;
-  if constexpr (Sc == Sched::Tiles) {
+  if constexpr (Sc == Sched::Tiles || Sc == Sched::Pair) {
+    if (Sc == Sched::Pair && blocks % 2 != 0)
+      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a pair launch needs an even block count");
     e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view);
   } else {
     const SplitParams sp = splitParams<BM, BN>(a, view, blocks, s);
@@ -108,6 +115,8 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
     case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x192SplitTail:
       return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
     case TileConfig::T128x256SplitTail:

@@ -140,7 +140,7 @@ TEST(GemmConfig, PartWavesSplitTheTail) {
 TEST(GemmConfig, EveryConfigHasAShape) {
   for (TileConfig c : kAllTileConfigs) {
     const TileShape t = tileShape(c);
-    EXPECT_TRUE(t.bm == 64 || t.bm == 128) << toString(c);
+    EXPECT_TRUE(t.bm == 64 || t.bm == 128 || (t.bm == 256 && isPairConfig(c))) << toString(c);
     EXPECT_EQ(t.bn % 64, 0u) << toString(c);
     EXPECT_EQ(t.bk, 64u);
     GemmArgs a = good();
@@ -148,6 +148,23 @@ TEST(GemmConfig, EveryConfigHasAShape) {
     EXPECT_NO_THROW(checkArgs(a)) << toString(c);
     EXPECT_GT(estimatedCost(1000, 4096, 4096, 132, c), 0.0) << toString(c);
   }
+}
+
+TEST(GemmConfig, PairLaunchGeometry) {
+  GemmArgs a = good();
+  a.M = 1000, a.N = 1000;  // 4 x 4 stage tiles of 256 x 256
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x256Pair), cusync::Dim3(4, 4, 1));
+  EXPECT_EQ(stageTile(TileConfig::T128x256Pair), cusync::Dim3(256, 256, 64));
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Pair, 132), 32u);  // a cluster of two per tile
+  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x256Pair, 132), 16u);
+  a.M = 4096, a.N = 6144;  // 16 x 32 tiles of 256 x 192: 66 clusters on 132 SMs
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Pair, 132), 132u);
+  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192Pair, 132), 66u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Pair, 133) % 2, 0u);
+  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x256, 132), persistentBlocks(a, TileConfig::T128x256, 132));
+  // The 128-row heuristic (for pipelines) never picks a pair.
+  for (int64_t M : {256, 1024, 4096})
+    EXPECT_FALSE(isPairConfig(chooseConfig(M, 6144, 12288, 132))) << M;
 }
 
 TEST(GemmConfig, OverrideWins) {

@@ -322,6 +322,20 @@ TEST(GemmGpuHooks, TileSyncPair192Straddles) {
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192, TileConfig::T128x128, 0, 0, 1, cusync::ReorderTileLoads);
 }
 
+// Cluster pairs (B multicast) on both sides: 256-row stage tiles, the first
+// block of a cluster posts once the second has stored its rows.
+TEST(GemmGpuHooks, RowSyncPairClusters) {
+  REQUIRE_HOPPER();
+  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x192Pair, 0, 0,
+                                         stageGrid(probe, TileConfig::T128x256Pair).x);
+}
+
+TEST(GemmGpuHooks, TileSyncPairClusterConsumer) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192, TileConfig::T128x256Pair, 0, 0, 1, cusync::ReorderTileLoads);
+}
+
 TEST(GemmGpuHooks, TileSyncPairSplitTailProducerOnly) {
   REQUIRE_HOPPER();
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256, 4, 0, 1);
@@ -368,7 +382,8 @@ TEST(GemmGpuSplitTail, Cuts) {
 // part-filled tile and every row of the last band, per configuration.
 TEST(GemmGpuMisc, RaggedWideTiles) {
   REQUIRE_HOPPER();
-  for (TileConfig c : {TileConfig::T128x192, TileConfig::T128x256, TileConfig::T128x128})
+  for (TileConfig c : {TileConfig::T128x192, TileConfig::T128x256, TileConfig::T128x128, TileConfig::T128x256Pair,
+                       TileConfig::T128x192Pair})
     for (Epilogue e : {Epilogue::Identity, Epilogue::SwiGLU, Epilogue::Residual}) {
       SCOPED_TRACE(std::string(toString(c)) + " " + toString(e));
       runCase({DType::BF16, BLayout::NK, c, e}, 777, 1200, 2048, true);
