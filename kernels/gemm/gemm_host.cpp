@@ -98,7 +98,7 @@ namespace {
 //  - A data-parallel launch takes as many tile times as it has waves (the
 //    last one often part empty).
 constexpr double kTileOverhead = 2.5;
-constexpr double kPairRate = 0.98;  // k-block cost of a pair against one block (not yet measured)
+constexpr double kPairRate = 1.5;  // k-block cost of a pair against one block (measured 1.5-1.9x, NOTES.md v9)
 double stepCost(uint32_t bn) {
   const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
