@@ -65,8 +65,9 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   and each loads half of the B k-block and multicasts it to both (TMA
 //   multicast), so B crosses from L2 once per pair. The stage's tiles are
 //   256 rows tall; the first block of a cluster takes the tickets and posts.
-//   Correct but measured 1.5-1.9x slower than T128x256 / T128x192 on the
-//   H100 (kernels/gemm/NOTES.md v9): opt-in only, the heuristic never picks them.
+//   On the H100 (kernels/gemm/NOTES.md v9) 128x256 pairs ran 1-1.5% faster
+//   than single blocks where K is long, and slower at short K; the full
+//   heuristic picks T128x256Pair there. 128x192 pairs showed no gain.
 enum class TileConfig {
   Auto,
   T128x128,

@@ -98,7 +98,12 @@ namespace {
 //  - A data-parallel launch takes as many tile times as it has waves (the
 //    last one often part empty).
 constexpr double kTileOverhead = 2.5;
-constexpr double kPairRate = 1.5;  // k-block cost of a pair against one block (measured 1.5-1.9x, NOTES.md v9)
+// Pairs (NOTES.md v9): a 128x256 k-block costs ~2% less than in a single
+// block (B multicast; 128x192 pairs measured no gain), but each tile pays ~2
+// k-blocks more (the hand-over of the tile and the two blocks waiting on
+// each other's slot releases).
+constexpr double kPairRate = 0.975;
+constexpr double kPairTileOverhead = kTileOverhead + 2.0;
 double stepCost(uint32_t bn) {
   const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
@@ -192,8 +197,9 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
     // Two 128-row tiles per cluster, a cluster per two SMs, B at half the L2 traffic.
     const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
     const int64_t tiles = cdiv(M, 256) * cdiv(N, t.bn);
+    const double rate = t.bn == 256 ? kPairRate : 1.0;
     return static_cast<double>(cdiv(tiles, std::max(1, numSMs / 2))) *
-           (static_cast<double>(kIters) * stepCost(t.bn) * kPairRate + kTileOverhead);
+           (static_cast<double>(kIters) * stepCost(t.bn) * rate + kPairTileOverhead);
   }
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (t.bm == 64) {
@@ -230,6 +236,12 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
     if (bestTail == TileConfig::Auto || cost < bestTailCost) bestTail = c, bestTailCost = cost;
   }
   if (bestTail != TileConfig::Auto && bestTailCost < 0.95 * bestCost) best = bestTail, bestCost = bestTailCost;
+  // Cluster pairs (256-row stage tiles) only in the full heuristic: pipeline
+  // stages built on chooseConfig(M, N, K, SMs) expect 128-row tiles.
+  if (allowSplitK) {
+    const double cost = estimatedCost(M, N, K, numSMs, TileConfig::T128x256Pair);
+    if (cost < bestCost * 0.999) best = TileConfig::T128x256Pair, bestCost = cost;
+  }
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
   // exist to pull the weights at full bandwidth, and K has at least 24
