@@ -5,9 +5,11 @@
 // slot of a shared-memory ring with TMA: B, the cusync wait, then A when the
 // stage has ReorderTileLoads; otherwise the wait, B, then A. Warpgroups 1 and
 // 2 are consumers: each owns 64 rows of the 128-row tile and runs wgmma over
-// the ring, then the fused epilogue and direct stores.
+// the ring, then the fused epilogue (detail/epilogue.cuh).
 // The tile a ring slot belongs to travels with the slot (TileWork copy), and
-// an invalid TileWork in a slot tells the consumers to stop.
+// an invalid TileWork in a slot tells the consumers to stop. Three schedules
+// (Sched): one tile per ticket, K split into parts, and cluster pairs that
+// share B by TMA multicast.
 #pragma once
 
 #include <cuda.h>
