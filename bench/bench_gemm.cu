@@ -227,13 +227,13 @@ int benchGemm(int argc, char** argv) {
       // Split counts only vary the split configurations (auto may resolve to one).
       if (splitK != splits.front() && cfg != TileConfig::Auto && !isSplitConfig(cfg)) continue;
       const TileConfig used = resolveConfig(g, prop.multiProcessorCount);
+      // Split configurations print their tile and split count: 64x128/s2, 128x192/t3.
       std::string usedName = toString(used);
-      if (used == TileConfig::T64x128SplitK || used == TileConfig::T64x256SplitK)
-        usedName = std::string(used == TileConfig::T64x128SplitK ? "64x128" : "64x256") + "/s" +
+      if (isSplitConfig(used)) {
+        const TileShape ts = tileShape(used);
+        usedName = std::to_string(ts.bm) + "x" + std::to_string(ts.bn) + (isTailSplitConfig(used) ? "/t" : "/s") +
                    std::to_string(splitCount(g, used, prop.multiProcessorCount));
-      if (isTailSplitConfig(used))
-        usedName = std::string(used == TileConfig::T128x256SplitTail ? "128x256" : "128x192") + "/t" +
-                   std::to_string(splitCount(g, used, prop.multiProcessorCount));
+      }
       auto ours = [&](int i) {
         GemmArgs a = g;
         a.A = A[i % copies], a.B = B[i % copies], a.C = C[i % copies];

@@ -48,20 +48,12 @@ CUSYNC_HD void spinUntil(const uint32_t* addr, uint32_t target, StallInfo info) 
   B::onSpinDone();
 }
 
-// Takes the next ticket of the stage's dispenser; called by one thread.
+// Takes the next ticket; called by one thread. blockLinear is the block's own
+// index, used with AvoidCustomOrder in non-persistent launches.
 template <class B, class V>
-CUSYNC_HD unsigned long long takeTicketElected(const V& v) {
-  return B::takeTicket(v.tickets);
-}
-
-// The tile of ticket t. blockLinear is the block's own index, used with
-// AvoidCustomOrder in non-persistent launches. A producer may decode a ticket
-// well after taking it (look-ahead): every block still takes its tickets in
-// increasing order, so the lowest unfinished ticket is always one a block is
-// working on, and look-ahead cannot deadlock.
-template <class B, class V>
-CUSYNC_HD TileWork decodeTicket(const V& v, unsigned long long t, uint32_t blockLinear) {
+CUSYNC_HD TileWork dispenseElected(const V& v, uint32_t blockLinear) {
   TileWork w;
+  const unsigned long long t = B::takeTicket(v.tickets);
   w.run = static_cast<uint32_t>(t / v.ticketsPerRun) + 1;
   w.index = static_cast<uint32_t>(t % v.ticketsPerRun);
   w.valid = w.index < v.numTiles;
@@ -75,12 +67,6 @@ CUSYNC_HD TileWork decodeTicket(const V& v, unsigned long long t, uint32_t block
   }
   if (w.index == 0 && v.started != nullptr) B::storeRelease(v.started, w.run);
   return w;
-}
-
-// Takes the next ticket and decodes it; called by one thread.
-template <class B, class V>
-CUSYNC_HD TileWork dispenseElected(const V& v, uint32_t blockLinear) {
-  return decodeTicket<B>(v, takeTicketElected<B>(v), blockLinear);
 }
 
 // Block-wide dispense: the leader takes a ticket and shares it through `slot`

@@ -193,15 +193,14 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
   if (c == TileConfig::Auto) bad("estimatedCost: resolve 'auto' first");
   const TileShape t = tileShape(c);
   if (isTailSplitConfig(c)) return tailPlan(M, N, std::max<int64_t>(K, 1), numSMs, 0, t.bn).cost;
+  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (isPairConfig(c)) {
     // Two 128-row tiles per cluster, a cluster per two SMs, B at half the L2 traffic.
-    const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
     const int64_t tiles = cdiv(M, 256) * cdiv(N, t.bn);
     const double rate = t.bn == 256 ? kPairRate : 1.0;
     return static_cast<double>(cdiv(tiles, std::max(1, numSMs / 2))) *
            (static_cast<double>(kIters) * stepCost(t.bn) * rate + kPairTileOverhead);
   }
-  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (t.bm == 64) {
     // 64-row split-K tiles: half a 128-row step each, every split a tile overhead.
     GemmArgs a;
@@ -229,11 +228,9 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
   TileConfig bestTail = TileConfig::Auto;
   double bestTailCost = 0;
   for (TileConfig c : {TileConfig::T128x256SplitTail, TileConfig::T128x192SplitTail}) {
-    GemmArgs a;
-    a.M = M, a.N = N, a.K = K;
-    if (splitCount(a, c, numSMs) < 2) continue;
-    const double cost = estimatedCost(M, N, K, numSMs, c);
-    if (bestTail == TileConfig::Auto || cost < bestTailCost) bestTail = c, bestTailCost = cost;
+    const TailPlan tail = tailPlan(M, N, K, numSMs, 0, tileShape(c).bn);
+    if (tail.splits < 2) continue;
+    if (bestTail == TileConfig::Auto || tail.cost < bestTailCost) bestTail = c, bestTailCost = tail.cost;
   }
   if (bestTail != TileConfig::Auto && bestTailCost < 0.95 * bestCost) best = bestTail, bestCost = bestTailCost;
   // Cluster pairs (256-row stage tiles) only in the full heuristic: pipeline

@@ -82,7 +82,7 @@ struct Ring {
   // of the hand-over (mailbox full / empty) and of the post (peer stored /
   // post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(UnitWork) + 15) / 16 * 16;
-  static constexpr int kPairBytes = (int)sizeof(UnitWork) + 4 * 8;
+  static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 4 * 8;
   static constexpr int kScratchOffset = (kPairOffset + kPairBytes + 127) / 128 * 128;
   static constexpr int kBytes = kScratchOffset + 8 * kScratchPerWarp;  // 8 consumer warps
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
@@ -220,8 +220,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
   uint64_t* empty = full + S;
   UnitWork* info = reinterpret_cast<UnitWork*>(smem + R::kInfoOffset);
-  UnitWork* mailbox = reinterpret_cast<UnitWork*>(smem + R::kPairOffset);
-  uint64_t* mboxFull = reinterpret_cast<uint64_t*>(smem + R::kPairOffset + sizeof(UnitWork));
+  cusync::TileWork* mailbox = reinterpret_cast<cusync::TileWork*>(smem + R::kPairOffset);
+  uint64_t* mboxFull = reinterpret_cast<uint64_t*>(smem + R::kPairOffset + sizeof(cusync::TileWork));
   uint64_t* mboxEmpty = mboxFull + 1;
   uint64_t* peerStored = mboxFull + 2;  // the second block stored its rows of the tile
   uint64_t* postDone = mboxFull + 3;    // the first block posted the tile
@@ -303,11 +303,11 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             if (rank == 0) {
               u.w = cusync::tileElected(view);
               mbarWaitCluster(mboxEmpty, mboxPhase ^ 1);
-              *static_cast<cusync::TileWork*>(__cluster_map_shared_rank(&mailbox->w, 1)) = u.w;
+              *static_cast<cusync::TileWork*>(__cluster_map_shared_rank(mailbox, 1)) = u.w;
               arriveRemote(mboxFull, 1);
             } else {
               mbarWaitCluster(mboxFull, mboxPhase);
-              u.w = mailbox->w;
+              u.w = *mailbox;
               arriveRemote(mboxEmpty, 0);
             }
             mboxPhase ^= 1;
