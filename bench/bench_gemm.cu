@@ -97,6 +97,29 @@ struct LtPlan {
     }
     algo = res.algo;
   }
+  // What cuBLASLt picked, in its own terms (its matrices are our transposes:
+  // its tile "AxB" covers A of our columns and B of our rows), e.g.
+  // "a66 256x128 c2x1x1 k1": algorithm id, tile, cluster shape, split-K count.
+  std::string describe() const {
+    int id = 0, tile = 0, cluster = 0, splitk = 0;
+    size_t w = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster), &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk), &w);
+    // The enum values of cublasLt.h that Hopper kernels use; others print as numbers.
+    static const char* kTiles[] = {"64x64", "128x32", "64x128", "128x64", "64x256", "128x128", "256x64",
+                                   "64x512", "128x256", "256x128", "512x64", "64x96", "96x64", "96x128",
+                                   "128x160", "160x128", "192x128", "128x192", "128x96"};
+    static const char* kClusters[] = {"1x1x1", "2x1x1", "4x1x1", "1x2x1", "2x2x1", "4x2x1", "1x4x1", "2x4x1", "4x4x1"};
+    const std::string t = tile >= CUBLASLT_MATMUL_TILE_64x64 && tile <= CUBLASLT_MATMUL_TILE_128x96
+                              ? kTiles[tile - CUBLASLT_MATMUL_TILE_64x64]
+                              : "tile" + std::to_string(tile);
+    const std::string c = cluster >= CUBLASLT_CLUSTER_SHAPE_1x1x1 && cluster <= CUBLASLT_CLUSTER_SHAPE_4x4x1
+                              ? kClusters[cluster - CUBLASLT_CLUSTER_SHAPE_1x1x1]
+                              : "cluster" + std::to_string(cluster);
+    return "a" + std::to_string(id) + " " + t + " c" + c + " k" + std::to_string(splitk);
+  }
   ~LtPlan() {
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
@@ -192,9 +215,10 @@ int benchGemm(int argc, char** argv) {
     return 1;
   }
   std::fprintf(out, "shape,M,N,K,config,ours_ms,cublas_ms,ours_tflops,cublas_tflops,ratio,ours_err,cublas_err,"
-               "ours_host_us,cublas_host_us\n");
+               "ours_host_us,cublas_host_us,cublas_algo\n");
   std::printf("%-11s %5s %6s %6s %10s %9s %9s %8s %8s %7s %9s %9s %6s %6s\n", "shape", "M", "N", "K", "config",
               "ours_ms", "cublas_ms", "ours_TF", "cublas_TF", "ratio", "ours_err", "cublas_err", "host", "hostC");
+  std::printf("  (last column: cuBLASLt's algorithm id, tile in its column-major terms, cluster, split-K)\n");
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Lt lt;
@@ -279,12 +303,12 @@ int benchGemm(int argc, char** argv) {
       const double target = M >= 512 ? 1.05 : 1.10;
       const bool miss = ratio > target;
       misses += miss;
-      std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f%s\n", sh.name,
+      std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f  %s%s\n", sh.name,
                   (long long)M, (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9,
-                  flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, miss ? "  MISS" : "");
-      std::fprintf(out, "%s,%lld,%lld,%lld,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%.3e,%.3e,%.2f,%.2f\n", sh.name, (long long)M,
+                  flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str(), miss ? "  MISS" : "");
+      std::fprintf(out, "%s,%lld,%lld,%lld,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%.3e,%.3e,%.2f,%.2f,%s\n", sh.name, (long long)M,
                    (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9,
-                   ratio, eO, eC, hostOurs, hostCub);
+                   ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str());
       std::fflush(stdout);
       }
       for (int c = 0; c < copies; ++c) {

@@ -230,6 +230,53 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   const int wg = threadIdx.x / 128;
   const int kIters = static_cast<int>((p.K + kBK - 1) / kBK);
 
+  // Split K: the unit ticket [t] decodes into (tile position, split); see Sched::SplitK.
+  auto splitUnit = [&](const cusync::TileWork& start, unsigned long long t) {
+    UnitWork u;
+    if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);  // the run's last unit ticket
+    u.w = start;
+    u.w.valid = t < sp.units;
+    if (u.w.valid) {
+      // Split units go phase by phase: every split tile's part 0, then
+      // every part 1, ... So the parts running at once share k offsets
+      // (and the B slices of their column in L2), and a tile's last
+      // part, which finishes it, comes after its siblings whenever the
+      // parts span several waves: it then finds their partials written
+      // instead of waiting for them (NOTES.md v8).
+      const uint32_t dp = sp.dpTiles;
+      const uint32_t S = t < dp ? 1u : sp.splits;
+      const uint32_t R = sp.units > dp ? (sp.units - dp) / sp.splits : 1u;  // split tiles
+      const uint32_t q = static_cast<uint32_t>(t) - (t < dp ? 0u : dp);
+      u.pos = t < dp ? q : dp + q % R;
+      u.split = t < dp ? 0u : q / R;
+      u.w.index = u.pos;
+      const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
+      u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
+      u.kb0 = static_cast<int32_t>(u.split * static_cast<uint32_t>(kIters) / S);
+      u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
+    }
+    return u;
+  };
+
+  // The producer's first tickets are taken before the barriers are set up,
+  // so that their atomics (and the order-table read) overlap the block's
+  // set-up instead of delaying the first loads. Pair: the first block takes
+  // them; the hand-over to the second waits for the barriers below.
+  UnitWork first;
+  cusync::TileWork start{};  // split K: the run number, one of the blocks' stage tickets
+  if (threadIdx.x == 0) {
+    // Fetch both tensor maps now rather than on the first loads.
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmA) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmB) : "memory");
+    if constexpr (Split) {
+      const unsigned long long t = atomicAdd(sp.counter, 1ull);  // both atomics in flight at once
+      start = cusync::tileElected(view);
+      first = splitUnit(start, t);
+    } else if (rank == 0) {
+      first.w = cusync::tileElected(view);
+    }
+  }
+
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
@@ -253,14 +300,10 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
-      // Fetch both tensor maps now rather than on the first loads.
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmA) : "memory");
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmB) : "memory");
       int stage = 0;
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
-      cusync::TileWork start{};
-      if constexpr (Split) start = cusync::tileElected(view);  // run number; one of the blocks' stage tickets
+      bool haveFirst = true;
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
       uint32_t mboxPhase = 0;
       // Pair: the other block's consumers release this block's slots too (acquire at cluster scope).
@@ -271,37 +314,15 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       for (;;) {
         UnitWork u;
         if constexpr (Split) {
-          const unsigned long long t = atomicAdd(sp.counter, 1ull);
-          if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);  // the run's last unit ticket
-          u.w = start;
-          u.w.valid = t < sp.units;
-          if (u.w.valid) {
-            // Split units go phase by phase: every split tile's part 0, then
-            // every part 1, ... So the parts running at once share k offsets
-            // (and the B slices of their column in L2), and a tile's last
-            // part, which finishes it, comes after its siblings whenever the
-            // parts span several waves: it then finds their partials written
-            // instead of waiting for them (NOTES.md v8).
-            const uint32_t dp = sp.dpTiles;
-            const uint32_t S = t < dp ? 1u : sp.splits;
-            const uint32_t R = sp.units > dp ? (sp.units - dp) / sp.splits : 1u;  // split tiles
-            const uint32_t q = static_cast<uint32_t>(t) - (t < dp ? 0u : dp);
-            u.pos = t < dp ? q : dp + q % R;
-            u.split = t < dp ? 0u : q / R;
-            u.w.index = u.pos;
-            const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
-            u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
-            u.kb0 = static_cast<int32_t>(u.split * static_cast<uint32_t>(kIters) / S);
-            u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
-          }
+          u = haveFirst ? first : splitUnit(start, atomicAdd(sp.counter, 1ull));
         } else {
           // The ticket is taken once the previous tile's loads are all issued:
           // taking it a tile ahead measured up to 11% slower where the last
           // wave is nearly full, since blocks then keep tiles that a block
           // finishing earlier would have taken (NOTES.md v8).
+          if (rank == 0) u.w = haveFirst ? first.w : cusync::tileElected(view);
           if constexpr (Pair) {
             if (rank == 0) {
-              u.w = cusync::tileElected(view);
               mbarWaitCluster(mboxEmpty, mboxPhase ^ 1);
               *static_cast<cusync::TileWork*>(__cluster_map_shared_rank(mailbox, 1)) = u.w;
               arriveRemote(mboxFull, 1);
@@ -311,12 +332,11 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               arriveRemote(mboxEmpty, 0);
             }
             mboxPhase ^= 1;
-          } else {
-            u.w = cusync::tileElected(view);
           }
           u.kb0 = 0;
           u.kb1 = kIters;
         }
+        haveFirst = false;
         const cusync::TileWork& work = u.w;
         waitEmpty(stage, phase);
         info[stage] = u;
