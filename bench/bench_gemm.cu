@@ -160,7 +160,8 @@ int benchGemm(int argc, char** argv) {
           "  --shape LIST   only these shapes (gpt3-mlp1,gpt3-mlp2,llama-mlp1,llama-mlp2,gpt3-qkv,gpt3-wo,\n"
           "                 llama-qkv,llama-wo)\n"
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
-          "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk\n"
+          "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
+          "                 128x192-pair, 128x256-pair\n"
           "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n");
       return 0;
     } else if (a == "--m") {
