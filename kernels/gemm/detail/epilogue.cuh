@@ -26,6 +26,10 @@ struct EpiParams {
   const void* residual;
   TileTrace* trace;
   int64_t M, N, K;
+  // Launched as a programmatic dependent of the previous kernel in the
+  // stream (gemm()): every thread waits for that grid before touching global
+  // memory, so only the block set-up overlaps its tail.
+  bool waitPrior = false;
 };
 
 // Bytes of scratch per consumer warp: 16 rows x 128 bytes.

@@ -262,12 +262,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   // so that their atomics (and the order-table read) overlap the block's
   // set-up instead of delaying the first loads. Pair: the first block takes
   // them; the hand-over to the second waits for the barriers below.
+  // With p.waitPrior (a programmatic dependent launch) they wait for the
+  // previous grid first: the tickets, like all global memory, may still be in
+  // use by it.
   UnitWork first;
   cusync::TileWork start{};  // split K: the run number, one of the blocks' stage tickets
-  if (threadIdx.x == 0) {
-    // Fetch both tensor maps now rather than on the first loads.
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmA) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmB) : "memory");
+  auto takeFirst = [&] {
     if constexpr (Split) {
       const unsigned long long t = atomicAdd(sp.counter, 1ull);  // both atomics in flight at once
       start = cusync::tileElected(view);
@@ -275,6 +275,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     } else if (rank == 0) {
       first.w = cusync::tileElected(view);
     }
+  };
+  if (threadIdx.x == 0) {
+    // Fetch both tensor maps now rather than on the first loads.
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmA) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmB) : "memory");
+    if (!p.waitPrior) takeFirst();
   }
 
   if (threadIdx.x == 0) {
@@ -292,6 +298,11 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  }
+  if (p.waitPrior) {
+    // No CCCL wrapper for griddepcontrol.
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    if (threadIdx.x == 0) takeFirst();
   }
   // Pair: no remote arrive or multicast may reach a block before its barriers exist.
   if constexpr (Pair) clusterSync();

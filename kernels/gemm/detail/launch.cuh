@@ -60,7 +60,7 @@ SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& vie
 
 template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
 void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s,
-                  const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
+                  const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0, bool waitPrior = false) {
   static_assert(BM == 128 || Sc == Sched::SplitK, "BM 64 goes with split K");
   static_assert(Sc != Sched::Pair || TB == 1 || (BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
   constexpr int smem = Ring<BN, BM>::kSmemRequest;
@@ -70,7 +70,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   // 64-column boxes ([K, N]) and multicasts it.
   constexpr int kBRows = Sc == Sched::Pair ? BN / 2 : BN;
   const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
-  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K};
+  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, waitPrior};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
   (void)ready;
@@ -97,32 +97,33 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
 
 template <class T, int BM, int BN, int TB, Sched Sc, class In, class Out>
 void dispatchEpilogue(const GemmArgs& a, const cusync::StageView<In, Out>& v, uint32_t blocks, cudaStream_t s,
-                      const cudaLaunchAttribute* attrs, unsigned numAttrs) {
+                      const cudaLaunchAttribute* attrs, unsigned numAttrs, bool waitPrior) {
   switch (a.epilogue) {
-    case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Identity>(a, v, blocks, s, attrs, numAttrs);
-    case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Bias>(a, v, blocks, s, attrs, numAttrs);
-    case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Gelu>(a, v, blocks, s, attrs, numAttrs);
-    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, attrs, numAttrs);
-    case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Residual>(a, v, blocks, s, attrs, numAttrs);
+    case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Identity>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Bias>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Gelu>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Residual>(a, v, blocks, s, attrs, numAttrs, waitPrior);
   }
 }
 
 // One (type, B layout) family: every configuration and epilogue.
 template <class T, int TB, class In, class Out>
 void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
-                   cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
+                   cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0,
+                   bool waitPrior = false) {
   switch (c) {
-    case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs);
+    case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs, waitPrior);
     case TileConfig::T128x192SplitTail:
-      return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
+      return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
     case TileConfig::T128x256SplitTail:
-      return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
-    case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs);
+      return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
     default:
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                           std::string("tile configuration ") + toString(c) + " is not implemented");

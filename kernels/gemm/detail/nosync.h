@@ -3,6 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+
 #include "cusync/policy/no_sync.h"
 #include "cusync/stage_view.h"
 #include "kernels/gemm/gemm.h"
@@ -10,6 +12,29 @@
 namespace cusync_gemm::detail {
 
 using NoSyncView = cusync::StageView<cusync::policy::NoSync, cusync::policy::NoSync>;
+
+// gemm() launches each GEMM as a programmatic dependent of the previous
+// kernel in its stream (PDL), with EpiParams::waitPrior: its blocks may be
+// placed and set up their barriers while that kernel's last blocks finish,
+// and wait for it (griddepcontrol.wait) before any global memory access.
+// After a kernel that does not trigger dependents this is an ordinary launch.
+// CUSYNC_GEMM_PDL=0 in the environment turns it off (ordinary launches).
+inline bool priorOverlapEnabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("CUSYNC_GEMM_PDL");
+    return !(e != nullptr && e[0] == '0');
+  }();
+  return on;
+}
+inline const cudaLaunchAttribute* priorOverlapAttr() {
+  static const cudaLaunchAttribute a = [] {
+    cudaLaunchAttribute x{};
+    x.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    x.val.programmaticStreamSerializationAllowed = 1;
+    return x;
+  }();
+  return &a;
+}
 
 #define CUSYNC_GEMM_NOSYNC_DECL(name) \
   void name(const GemmArgs& a, TileConfig c, const NoSyncView& v, uint32_t blocks, cudaStream_t s);

@@ -122,3 +122,66 @@ TEST(GemmGpuSplitK, Deterministic) {
 }
 
 }  // namespace
+
+namespace {
+
+// gemm() launches as a programmatic dependent of the previous kernel: a GEMM
+// that reads the output of the one before it in the stream must still see
+// all of it. The first GEMM is long (K = 8192) and leaves most SMs free, so
+// the second one's blocks are resident while it runs; without the grid
+// dependency wait they would read the poisoned C1.
+TEST(GemmGpuMisc, BackToBackLaunchesSeeTheirInput) {
+  REQUIRE_HOPPER();
+  const int M = 300, K1 = 8192, N1 = 512, N2 = 384;
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  std::vector<uint16_t> hA((size_t)M * K1), hB1((size_t)N1 * K1), hB2((size_t)N2 * N1);
+  for (auto& x : hA) x = toBits(U(rng()), DType::BF16);
+  for (auto& x : hB1) x = toBits(U(rng()), DType::BF16);
+  for (auto& x : hB2) x = toBits(U(rng()), DType::BF16);
+  Dev dA(hA.size() * 2), dB1(hB1.size() * 2), dB2(hB2.size() * 2), dC1((size_t)M * N1 * 2), dC2((size_t)M * N2 * 2);
+  CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dB1.p, hB1.data(), hB1.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dB2.p, hB2.data(), hB2.size() * 2, cudaMemcpyHostToDevice));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  GemmArgs g1, g2;
+  g1.M = M, g1.N = N1, g1.K = K1, g1.A = dA.p, g1.B = dB1.p, g1.C = dC1.p;
+  g2.M = M, g2.N = N2, g2.K = N1, g2.A = dC1.p, g2.B = dB2.p, g2.C = dC2.p;
+  for (TileConfig c : {TileConfig::Auto, TileConfig::T128x128, TileConfig::T64x128SplitK}) {
+    SCOPED_TRACE(toString(c));
+    g1.config = g2.config = c;
+    for (int rep = 0; rep < 3; ++rep) {
+      CK(cudaMemsetAsync(dC1.p, 0xFF, (size_t)M * N1 * 2, s));  // NaN poison
+      CK(cudaMemsetAsync(dC2.p, 0xFF, (size_t)M * N2 * 2, s));
+      gemm(g1, s);
+      gemm(g2, s);
+      CK(cudaGetLastError());
+      CK(cudaStreamSynchronize(s));
+      std::vector<uint16_t> c1((size_t)M * N1), c2((size_t)M * N2);
+      CK(cudaMemcpy(c1.data(), dC1.p, c1.size() * 2, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(c2.data(), dC2.p, c2.size() * 2, cudaMemcpyDeviceToHost));
+      // C2 against C1 as the device wrote it (in double), on a sample of rows.
+      int bad = 0;
+      for (int m = 0; m < M && bad < 5; m += 7)
+        for (int n = 0; n < N2; ++n) {
+          double want = 0, mag = 0;
+          for (int k = 0; k < N1; ++k) {
+            const double x = fromBits(c1[(size_t)m * N1 + k], DType::BF16) * fromBits(hB2[(size_t)n * N1 + k], DType::BF16);
+            want += x, mag += std::fabs(x);
+          }
+          const double got = fromBits(c2[(size_t)m * N2 + n], DType::BF16);
+          if (!(std::fabs(got - want) <= 1e-2 * mag + 1e-3)) {
+            ADD_FAILURE() << "rep " << rep << " C2[" << m << "][" << n << "] = " << got << ", want " << want;
+            if (++bad >= 5) break;
+          }
+        }
+      // And C1 itself is finite everywhere (its own launch finished).
+      for (size_t i = 0; i < c1.size(); i += 97)
+        ASSERT_TRUE(std::isfinite(fromBits(c1[i], DType::BF16))) << "C1[" << i << "] not written";
+      if (HasFailure()) break;
+    }
+  }
+  CK(cudaStreamDestroy(s));
+}
+
+}  // namespace
