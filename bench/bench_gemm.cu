@@ -141,6 +141,7 @@ int benchGemm(int argc, char** argv) {
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   std::vector<int> splits = {0};
   std::string csv = "gemm_bench.csv";
+  bool traceStats = false;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -152,7 +153,8 @@ int benchGemm(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: cusync-bench gemm [--m LIST] [--shape LIST] [--iters N] [--config LIST] [--splitk LIST] [--csv FILE]\n"
+          "usage: cusync-bench gemm [--m LIST] [--shape LIST] [--iters N] [--config LIST] [--splitk LIST] [--trace]\n"
+          "                        [--csv FILE]\n"
           "  Our Hopper GEMM against cuBLASLt, side by side, on every GEMM shape of DESIGN.md section 4\n"
           "  (bf16, B as [N, K]) at M in LIST (default 64,256,512,1024,2048,4096): median ms, TFLOP/s,\n"
           "  time ratio to cuBLAS, max relative error; losses are flagged. CSV to FILE (default\n"
@@ -162,7 +164,9 @@ int benchGemm(int argc, char** argv) {
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
           "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
           "                 128x192-pair, 128x256-pair\n"
-          "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n");
+          "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n"
+          "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"
+          "                 gap before the next tile (medians, from GemmArgs::trace)\n");
       return 0;
     } else if (a == "--m") {
       ms.clear();
@@ -173,6 +177,8 @@ int benchGemm(int argc, char** argv) {
       splits.clear();
       for (const std::string& t : bench::commaList(next())) splits.push_back(std::max(0, std::atoi(t.c_str())));
       if (splits.empty()) splits.push_back(0);
+    } else if (a == "--trace") {
+      traceStats = true;
     } else if (a == "--csv") {
       csv = next();
     } else if (a == "--config" || a == "--shape") {
@@ -311,6 +317,43 @@ int benchGemm(int argc, char** argv) {
                    (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9,
                    ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str());
       std::fflush(stdout);
+      if (traceStats) {
+        const uint32_t nt = stageGrid(g, used).count();
+        TileTrace* dT;
+        CUDA_OK(cudaMalloc(&dT, nt * sizeof(TileTrace)));
+        CUDA_OK(cudaMemset(dT, 0, nt * sizeof(TileTrace)));
+        GemmArgs a = g;
+        a.A = A[0], a.B = B[0], a.C = C[0], a.trace = dT;
+        gemm(a, s);
+        CUDA_OK(cudaStreamSynchronize(s));
+        std::vector<TileTrace> tr(nt);
+        CUDA_OK(cudaMemcpy(tr.data(), dT, nt * sizeof(TileTrace), cudaMemcpyDeviceToHost));
+        cudaFree(dT);
+        // Per tile: MMA time, epilogue, and the gap before the next tile's
+        // first k-block on the same SM (all medians over the tiles).
+        std::vector<double> mma, epi, gap;
+        std::vector<std::vector<const TileTrace*>> bySm(prop.multiProcessorCount);
+        unsigned long long t0 = ~0ull, t1 = 0;
+        for (const TileTrace& t : tr) {
+          if (t.end == 0 || t.mmaStart == 0 || t.sm >= bySm.size()) continue;
+          mma.push_back(t.mmaNs / 1e3);
+          epi.push_back((double)(t.end - t.mmaStart - t.mmaNs) / 1e3);
+          bySm[t.sm].push_back(&t);
+          t0 = std::min(t0, t.mmaStart), t1 = std::max(t1, t.end);
+        }
+        for (auto& v : bySm) {
+          std::sort(v.begin(), v.end(), [](const TileTrace* x, const TileTrace* y) { return x->mmaStart < y->mmaStart; });
+          for (size_t i = 1; i < v.size(); ++i) gap.push_back((double)(v[i]->mmaStart - v[i - 1]->end) / 1e3);
+        }
+        auto med = [](std::vector<double> v) {
+          if (v.empty()) return 0.0;
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2];
+        };
+        std::printf("  trace: %zu tiles; per tile (median) MMA %.2f us, epilogue %.2f us, gap to the next tile %.2f us; "
+                    "first MMA to last store %.1f us\n",
+                    mma.size(), med(mma), med(epi), med(gap), (t1 - t0) / 1e3);
+      }
       }
       for (int c = 0; c < copies; ++c) {
         cudaFree(A[c]);

@@ -32,6 +32,19 @@ __device__ __forceinline__ TileWork tileElected(const V& v) {
   return protocol::dispenseElected<CudaBackend>(v, linearBlockIndex());
 }
 
+// tileElected() in two halves, for a persistent kernel that takes its next
+// ticket while its current tile still runs: the ticket (an atomic whose
+// result is not waited for until it is decoded), then its tile.
+template <class V>
+__device__ __forceinline__ unsigned long long ticketElected(const V& v) {
+  CudaBackend::triggerDependents();
+  return CudaBackend::takeTicket(v.tickets);
+}
+template <class V>
+__device__ __forceinline__ TileWork tileOfTicket(const V& v, unsigned long long ticket) {
+  return protocol::decodeTicket<CudaBackend>(v, ticket, linearBlockIndex());
+}
+
 template <class V>
 __device__ __forceinline__ void wait(const V& v, const TileWork& w, const Read& r, uint32_t input = 0,
                                      Reader reader = Reader::Generic) {

@@ -48,12 +48,11 @@ CUSYNC_HD void spinUntil(const uint32_t* addr, uint32_t target, StallInfo info) 
   B::onSpinDone();
 }
 
-// Takes the next ticket; called by one thread. blockLinear is the block's own
-// index, used with AvoidCustomOrder in non-persistent launches.
+// The tile of ticket t; blockLinear is the block's own index, used with
+// AvoidCustomOrder in non-persistent launches.
 template <class B, class V>
-CUSYNC_HD TileWork dispenseElected(const V& v, uint32_t blockLinear) {
+CUSYNC_HD TileWork decodeTicket(const V& v, unsigned long long t, uint32_t blockLinear) {
   TileWork w;
-  const unsigned long long t = B::takeTicket(v.tickets);
   w.run = static_cast<uint32_t>(t / v.ticketsPerRun) + 1;
   w.index = static_cast<uint32_t>(t % v.ticketsPerRun);
   w.valid = w.index < v.numTiles;
@@ -67,6 +66,14 @@ CUSYNC_HD TileWork dispenseElected(const V& v, uint32_t blockLinear) {
   }
   if (w.index == 0 && v.started != nullptr) B::storeRelease(v.started, w.run);
   return w;
+}
+
+// Takes the next ticket and decodes it; called by one thread. A persistent
+// kernel may take the ticket (B::takeTicket on v.tickets) well before it
+// decodes it, so that the atomic's latency hides behind its current tile.
+template <class B, class V>
+CUSYNC_HD TileWork dispenseElected(const V& v, uint32_t blockLinear) {
+  return decodeTicket<B>(v, B::takeTicket(v.tickets), blockLinear);
 }
 
 // Block-wide dispense: the leader takes a ticket and shares it through `slot`

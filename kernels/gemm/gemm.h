@@ -104,10 +104,13 @@ constexpr bool isTailSplitConfig(TileConfig c) {
 // global timer in ns. A tile cut by split K is recorded by the
 // part that starts at k = 0 (start, waits) and the block that finishes it (end).
 struct TileTrace {
-  unsigned long long start;  // the producer thread took the tile
-  unsigned long long end;    // stores issued and the tile posted
-  unsigned int waitNs;       // spent in cusync waits before the tile's A loads
-  unsigned int sm;           // SM of the block that finished the tile
+  unsigned long long start;    // the producer thread took the tile
+  unsigned long long end;      // stores issued and the tile posted
+  unsigned int waitNs;         // spent in cusync waits before the tile's A loads
+  unsigned int sm;             // SM of the block that finished the tile
+  unsigned long long mmaStart;  // the consumers had the tile's first k-block (split K: the finishing part)
+  unsigned int mmaNs;          // from mmaStart until the last MMA completed; end - mmaStart - mmaNs is the epilogue
+  unsigned int pad;
 };
 
 struct GemmArgs {

@@ -2,18 +2,24 @@
 // (wgmma m64nWN fragment layout) -> bias / GELU / SwiGLU / residual in fp32 ->
 // rounded to T -> C.
 //
-// Stores go through a 2 KiB shared-memory scratch per warp: stmatrix writes
-// 16 rows x 64 columns of fragments as rows, and each lane reads back 16
-// contiguous bytes, so C is written in whole 128-byte row segments with
-// 16-byte stores. This replaced a shuffle transpose that cost ~1500
-// instructions per warp and tile (kernels/gemm/NOTES.md, v8); the scratch is
-// private to its warp, so no barrier beyond __syncwarp is needed.
+// Stores go through shared memory, one 16-row x 64-column chunk per warp at a
+// time: stmatrix writes the chunk as rows into a per-warp scratch buffer laid
+// out as the 128-byte swizzle, and one lane hands it to the copy engine
+// (cp.async.bulk.tensor through a tensor map of C), which writes C while the
+// warp goes on to the next chunk and tile. The scratch is private to its
+// warp, so no barrier beyond __syncwarp is needed. Measured per tile
+// (kernels/gemm/NOTES.md v8, v10): the shuffle transpose this replaced cost
+// ~1500 instructions per warp; 16-byte stores from the scratch held the warps
+// 1.9-2.1 us per 128x256 tile where all blocks store at once, the TMA stores
+// 1.6-1.7 us (2-3% faster on short-K shapes).
 #pragma once
 
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cuda/ptx>
 
 #include "kernels/gemm/detail/arch.cuh"
 #include "kernels/gemm/gemm.h"
@@ -116,13 +122,47 @@ __device__ __forceinline__ void storeChunk(const uint32_t (&out)[NREG], int g0, 
   __syncwarp();  // the next chunk overwrites the scratch
 }
 
+// The same 16 x 64 chunk through TMA: stmatrix into one of the warp's
+// scratch buffers (laid out as the 128-byte swizzle of a 64-column x 16-row
+// box of tmC), then one lane stores the box with cp.async.bulk.tensor and
+// goes on; the copy engine reads the buffer and writes C while the warp
+// continues (the next tile's MMAs included). Out-of-range rows and columns
+// are clipped by the copy. Before a buffer is written again, its previous
+// store must have read it: at most NB - 1 of the warp's bulk groups pending.
+template <int NB, class T, int NREG>
+__device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g0, unsigned char* buf,
+                                              const CUtensorMap* tmC, int64_t row0, int64_t col0) {
+#if CUSYNC_GEMM_SM90A
+  const int lane = threadIdx.x % 32;
+  const int m = lane / 8;
+  if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<NB - 1>());
+  __syncwarp();
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(buf));
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const int g = g0 + 2 * p;
+    const int r = (m & 1) * 8 + lane % 8;
+    stmatrix4(scratchAt(base, r, 2 * p + (m >> 1)), out[2 * g], out[2 * g + 1], out[2 * g + 2], out[2 * g + 3]);
+  }
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine reads what stmatrix wrote
+  __syncwarp();
+  if (lane == 0) {
+    const int32_t c[2] = {static_cast<int32_t>(col0 + 8 * g0), static_cast<int32_t>(row0)};
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmC, c, buf);
+    cuda::ptx::cp_async_bulk_commit_group();
+  }
+#endif
+}
+
 // Epilogue for one consumer warpgroup: rows [rowBase, rowBase + 64) of C, and
 // accumulator columns [n0, n0 + WN) (interleaved gate/up for SwiGLU, which
 // writes output columns [n0 / 2, n0 / 2 + WN / 2)). `scratch` is this warp's
 // kScratchPerWarp bytes of shared memory.
-template <class T, int WN, Epilogue E>
+// Whole 64-column chunks go out through TMA (tmC, NB scratch buffers of
+// kScratchPerWarp bytes per warp); a 32-column rest through 16-byte stores.
+template <class T, int WN, Epilogue E, int NB>
 __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiParams& p, int64_t rowBase, int64_t n0,
-                                         unsigned char* scratch) {
+                                         unsigned char* scratch, const CUtensorMap* tmC) {
   using Ops = TypeOps<T>;
   using T2 = typename Ops::T2;
   constexpr bool kGlu = E == Epilogue::SwiGLU;
@@ -185,8 +225,29 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiPa
   const uint32_t sbase = static_cast<uint32_t>(__cvta_generic_to_shared(scratch));
   const int64_t col0 = kGlu ? n0 / 2 : n0;
 #pragma unroll
-  for (int c = 0; c < WO / 64; ++c) storeChunk<T, 4>(out, 8 * c, sbase, C, row0, col0, p.M, nOut);
-  if constexpr (WO % 64 == 32) storeChunk<T, 2>(out, WO / 64 * 8, sbase, C, row0, col0, p.M, nOut);
+  for (int c = 0; c < WO / 64; ++c)
+    storeChunkTma<NB, T>(out, 8 * c, scratch + (c % NB) * kScratchPerWarp, tmC, row0, col0);
+  if constexpr (WO % 64 == 32) {
+    constexpr int b = (WO / 64) % NB;
+    if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<NB - 1>());
+    __syncwarp();
+    storeChunk<T, 2>(out, WO / 64 * 8, sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
+  }
+}
+
+// A consumer warp's TMA stores: all of them finished writing C (before a
+// post), or finished reading the scratch (before the block exits).
+__device__ __forceinline__ void epilogueStoresDone() {
+#if CUSYNC_GEMM_SM90A
+  if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>());
+  __syncwarp();
+#endif
+}
+__device__ __forceinline__ void epilogueScratchFree() {
+#if CUSYNC_GEMM_SM90A
+  if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>());
+  __syncwarp();
+#endif
 }
 
 }  // namespace cusync_gemm::detail

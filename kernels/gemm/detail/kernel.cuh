@@ -31,6 +31,7 @@ namespace cusync_gemm::detail {
 constexpr int kBM = 128;
 constexpr int kBK = 64;
 constexpr int kThreads = 384;
+constexpr int kTicketLead = 3;  // k-blocks before a tile's end at which the next ticket is taken
 
 // A work unit in a ring slot: the stage tile, and the k-blocks [kb0, kb1) of
 // it that this unit computes (all of them unless the launch splits K).
@@ -83,8 +84,12 @@ struct Ring {
   // post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(UnitWork) + 15) / 16 * 16;
   static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 4 * 8;
-  static constexpr int kScratchOffset = (kPairOffset + kPairBytes + 127) / 128 * 128;
-  static constexpr int kBytes = kScratchOffset + 8 * kScratchPerWarp;  // 8 consumer warps
+  // The epilogue scratch: per consumer warp two buffers where they fit beside
+  // the ring (128x256, 128x128, 64x128), else one. Aligned to 1024 bytes for
+  // the 128-byte swizzle of the TMA stores that read it.
+  static constexpr int kScratchOffset = (kPairOffset + kPairBytes + 1023) / 1024 * 1024;
+  static constexpr int kEpiBufs = kScratchOffset + 8 * 2 * kScratchPerWarp + 1024 <= 232448 ? 2 : 1;
+  static constexpr int kBytes = kScratchOffset + 8 * kEpiBufs * kScratchPerWarp;  // 8 consumer warps
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
   static_assert(kSmemRequest <= 232448, "more shared memory than an H100 block may have");
 };
@@ -204,7 +209,8 @@ __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 25
 // posts the tile once. Every block takes one stage ticket at start (its run
 // number), so a run takes numTiles + blocks stage tickets as the stage expects.
 template <class T, int BM, int BN, int TransB, Sched Sc, Epilogue E, class In, class Out>
-__device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorMap& tmB, T* C, const EpiParams& p,
+__device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmC, T* C,
+                                         const EpiParams& p,
                                          const cusync::StageView<In, Out>& view, const SplitParams& sp) {
 #if CUSYNC_GEMM_SM90A
   static_assert(BM == 128 || BM == 64, "BM");
@@ -280,6 +286,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     // Fetch both tensor maps now rather than on the first loads.
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmA) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmB) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmC) : "memory");
     if (!p.waitPrior) takeFirst();
   }
 
@@ -315,6 +322,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
       bool haveFirst = true;
+      unsigned long long nextTicket = 0;  // Tiles, Pair: the next tile's ticket, taken during this one
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
       uint32_t mboxPhase = 0;
       // Pair: the other block's consumers release this block's slots too (acquire at cluster scope).
@@ -327,11 +335,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         if constexpr (Split) {
           u = haveFirst ? first : splitUnit(start, atomicAdd(sp.counter, 1ull));
         } else {
-          // The ticket is taken once the previous tile's loads are all issued:
-          // taking it a tile ahead measured up to 11% slower where the last
-          // wave is nearly full, since blocks then keep tiles that a block
+          // The ticket was taken kTicketLead loads before the previous
+          // tile's last one (below), so its atomic ran while this thread
+          // waited for slots (measured 0.3% faster on average than taking
+          // it here, NOTES.md v10e). A whole tile ahead measured up to 11% slower where the last
+          // wave is nearly full: blocks then keep tiles that a block
           // finishing earlier would have taken (NOTES.md v8).
-          if (rank == 0) u.w = haveFirst ? first.w : cusync::tileElected(view);
+          if (rank == 0) u.w = haveFirst ? first.w : cusync::tileOfTicket(view, nextTicket);
           if constexpr (Pair) {
             if (rank == 0) {
               mbarWaitCluster(mboxEmpty, mboxPhase ^ 1);
@@ -361,8 +371,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
         const unsigned long long tTook = p.trace != nullptr ? globalTimer() : 0;
         unsigned int waited = 0;
+        const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
         for (int kb = u.kb0; kb < u.kb1; ++kb) {
           if (kb > u.kb0) waitEmpty(stage, phase);
+          if constexpr (!Split) {
+            if (rank == 0 && kb == kbTicket) nextTicket = cusync::ticketElected(view);
+          }
           unsigned char* sa = smem + stage * R::kStageBytes;
           unsigned char* sb = sa + R::kABytes;
           const int32_t k0 = kb * kBK;
@@ -446,6 +460,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       const UnitWork u = info[stage];
       const cusync::TileWork& work = u.w;
       if (!work.valid) break;
+      const unsigned long long tMma = p.trace != nullptr ? globalTimer() : 0;
       int prevStage = -1;
       for (int kb = u.kb0; kb < u.kb1; ++kb) {
         if (kb > u.kb0) mbarWait(&full[stage], phase);
@@ -470,6 +485,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       }
       wgmmaWait<0>();
       fenceRegs(acc);
+      if (p.trace != nullptr && threadIdx.x == 128 && rank == 0) {
+        const bool finishes = !Split || u.split + 1 == (u.pos < sp.dpTiles ? 1u : sp.splits);
+        if (finishes) {
+          p.trace[work.index].mmaStart = tMma;
+          p.trace[work.index].mmaNs = static_cast<unsigned int>(globalTimer() - tMma);
+        }
+      }
       if (signaller) release(prevStage);
       if constexpr (Split) {
         const uint32_t NS = u.pos < sp.dpTiles ? 1u : sp.splits;
@@ -523,15 +545,16 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
-      epilogue<T, WN, E>(acc, C, p,
-                         static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
-                         static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
-                         smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * kScratchPerWarp);
+      epilogue<T, WN, E, R::kEpiBufs>(
+          acc, C, p, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
+          static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
+          smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
       if constexpr (Split) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
         if (threadIdx.x == 128) (void)cusync::tileElected(view);
       }
       if constexpr (!cusync::policy::isNoSync<Out>) {
+        epilogueStoresDone();  // the tile's TMA stores have written C before anyone posts it
         consumerBarrier();
         if (threadIdx.x == 128) {
           if constexpr (Pair) {
@@ -559,6 +582,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       }
     }
   }
+  if (wg != 0) epilogueScratchFree();  // the copy engine is done reading this block's scratch
   // Pair: neither block may exit while the other can still arrive on its
   // barriers or multicast into its shared memory.
   if constexpr (Pair) clusterSync();
@@ -568,18 +592,20 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
 // 128-row tiles (T128x128, T128x256).
 template <class T, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
+    gemmKernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+               const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
                const __grid_constant__ cusync::StageView<In, Out> view) {
-  gemmBody<T, 128, BN, TransB, Sched::Tiles, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
+  gemmBody<T, 128, BN, TransB, Sched::Tiles, E, In, Out>(tmA, tmB, tmC, C, p, view, SplitParams{});
 }
 
 // Pairs of 128-row blocks in a cluster sharing B by multicast (T128x192Pair,
 // T128x256Pair): stage tiles of 256 rows.
 template <class T, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
-    gemmKernelPair(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C, EpiParams p,
+    gemmKernelPair(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                   const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
                    const __grid_constant__ cusync::StageView<In, Out> view) {
-  gemmBody<T, 128, BN, TransB, Sched::Pair, E, In, Out>(tmA, tmB, C, p, view, SplitParams{});
+  gemmBody<T, 128, BN, TransB, Sched::Pair, E, In, Out>(tmA, tmB, tmC, C, p, view, SplitParams{});
 }
 
 // Split K: 64-row tiles split throughout (T64x128SplitK, T64x256SplitK;
@@ -587,9 +613,10 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
 // (T128x256SplitTail, T128x192SplitTail; Ring<BN>).
 template <class T, int BM, int BN, int TransB, Epilogue E, class In, class Out>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemmKernelSplit(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, T* C,
-                    EpiParams p, const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
-  gemmBody<T, BM, BN, TransB, Sched::SplitK, E, In, Out>(tmA, tmB, C, p, view, sp);
+    gemmKernelSplit(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                    const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
+                    const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
+  gemmBody<T, BM, BN, TransB, Sched::SplitK, E, In, Out>(tmA, tmB, tmC, C, p, view, sp);
 }
 
 }  // namespace cusync_gemm::detail

@@ -70,6 +70,8 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   // 64-column boxes ([K, N]) and multicasts it.
   constexpr int kBRows = Sc == Sched::Pair ? BN / 2 : BN;
   const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
+  // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
+  const CUtensorMap tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
   const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, waitPrior};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
@@ -86,10 +88,10 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   if constexpr (Sc == Sched::Tiles || Sc == Sched::Pair) {
     if (Sc == Sched::Pair && blocks % 2 != 0)
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a pair launch needs an even block count");
-    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view);
+    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, tmC, C, p, view);
   } else {
     const SplitParams sp = splitParams<BM, BN>(a, view, blocks, s);
-    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, C, p, view, sp);
+    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, tmC, C, p, view, sp);
   }
   if (e != cudaSuccess) throwCuda(e, "gemm kernel launch");
   if (cudaError_t l = cudaGetLastError(); l != cudaSuccess) throwCuda(l, "gemm kernel launch");
