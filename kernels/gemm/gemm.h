@@ -190,7 +190,12 @@ uint32_t ticketBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 using GroupedOrder = cusync::GroupedOrder;
 
 // Launch with no synchronization (NoSync in and out): a stage is kept per
-// thread and shape internally. Asynchronous on `stream`.
+// thread and shape internally. Asynchronous on `stream`. The kernel is
+// launched as a programmatic dependent (PDL) of the kernel before it in the
+// stream: its blocks may start their set-up early and wait for that kernel
+// (griddepcontrol.wait) before touching any global memory, so the result is
+// as with an ordinary launch. CUSYNC_GEMM_PDL=0 in the environment turns
+// this off.
 void gemm(const GemmArgs& a, cudaStream_t stream);
 
 }  // namespace cusync_gemm
