@@ -76,7 +76,9 @@ struct Ring {
   static constexpr int kABytes = BM * kBK * 2;
   static constexpr int kBBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? 5 : 6);
+  // 128x192 keeps 4 stages (not 5) so that its epilogue scratch holds two
+  // buffers per warp (NOTES.md v10j: same-machine A/B, 2 fewer misses).
+  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? 4 : 6);
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
   // Pair launches: the tile handed to the second block, and the mbarriers
