@@ -4,7 +4,6 @@
 
 namespace cusync_gemm::detail {
 void runNoSyncF16KN(const GemmArgs& a, TileConfig c, const NoSyncView& v, uint32_t blocks, cudaStream_t s) {
-  const bool pdl = priorOverlapEnabled();
-  dispatchTyped<__half, 1>(a, c, v, blocks, s, pdl ? priorOverlapAttr() : nullptr, pdl ? 1u : 0u, pdl);
+  dispatchTyped<__half, 1>(a, c, v, blocks, s, noSyncLaunchOpts());
 }
 }  // namespace cusync_gemm::detail

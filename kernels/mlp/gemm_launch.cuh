@@ -29,18 +29,16 @@ void launchEx(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_
               bool programmatic) {
   namespace gd = cusync_gemm::detail;
   using T = __nv_bfloat16;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  const unsigned n = programmatic ? 1 : 0;
+  // PDL without the grid wait: the cusync stages order GEMM2 after GEMM1 themselves.
+  const gd::LaunchOpts o = programmatic ? gd::LaunchOpts{gd::programmaticLaunchAttr(), 1, false} : gd::LaunchOpts{};
   switch (a.config) {
-    case TileConfig::T128x128: return gd::launchKernel<T, 128, 128, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
-    case TileConfig::T128x192: return gd::launchKernel<T, 128, 192, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
-    case TileConfig::T128x256: return gd::launchKernel<T, 128, 256, 0, gd::Sched::Tiles, E>(a, view, blocks, s, attr, n);
+    case TileConfig::T128x128: return gd::launchKernel<T, 128, 128, 0, gd::Sched::Tiles, E>(a, view, blocks, s, o);
+    case TileConfig::T128x192: return gd::launchKernel<T, 128, 192, 0, gd::Sched::Tiles, E>(a, view, blocks, s, o);
+    case TileConfig::T128x256: return gd::launchKernel<T, 128, 256, 0, gd::Sched::Tiles, E>(a, view, blocks, s, o);
     case TileConfig::T128x192SplitTail:
-      return gd::launchKernel<T, 128, 192, 0, gd::Sched::SplitK, E>(a, view, blocks, s, attr, n);
+      return gd::launchKernel<T, 128, 192, 0, gd::Sched::SplitK, E>(a, view, blocks, s, o);
     case TileConfig::T128x256SplitTail:
-      return gd::launchKernel<T, 128, 256, 0, gd::Sched::SplitK, E>(a, view, blocks, s, attr, n);
+      return gd::launchKernel<T, 128, 256, 0, gd::Sched::SplitK, E>(a, view, blocks, s, o);
     default:
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp",
                           std::string("tile configuration ") + cusync_gemm::toString(a.config) +

@@ -1,5 +1,5 @@
 // Host helpers of the GEMM launch: tensor maps through the driver entry point,
-// cached device properties. Plain C++ (no device code).
+// cached device properties, launch options. Plain C++ (no device code).
 #pragma once
 
 #include <cuda.h>
@@ -8,6 +8,27 @@
 #include <cstdint>
 
 namespace cusync_gemm::detail {
+
+// How a launch is placed in its stream: extra launch attributes, and
+// whether the kernel, launched as a programmatic dependent of the previous
+// kernel (PDL), waits for that grid before touching global memory
+// (EpiParams::waitPrior; gemm() does, the MLP's cusync stages do not).
+struct LaunchOpts {
+  const cudaLaunchAttribute* attrs = nullptr;
+  unsigned numAttrs = 0;
+  bool waitPrior = false;
+};
+
+// The programmatic-stream-serialization (PDL) launch attribute.
+inline const cudaLaunchAttribute* programmaticLaunchAttr() {
+  static const cudaLaunchAttribute a = [] {
+    cudaLaunchAttribute x{};
+    x.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    x.val.programmaticStreamSerializationAllowed = 1;
+    return x;
+  }();
+  return &a;
+}
 
 struct DeviceInfo {
   int device = 0;

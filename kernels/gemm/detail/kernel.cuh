@@ -339,10 +339,10 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         } else {
           // The ticket was taken kTicketLead loads before the previous
           // tile's last one (below), so its atomic ran while this thread
-          // waited for slots (measured 0.3% faster on average than taking
-          // it here, NOTES.md v10e). A whole tile ahead measured up to 11% slower where the last
-          // wave is nearly full: blocks then keep tiles that a block
-          // finishing earlier would have taken (NOTES.md v8).
+          // waited for slots (0.3% faster on average than taking it here,
+          // NOTES.md v10e). A whole tile ahead measured up to 11% slower
+          // where the last wave is nearly full: blocks then keep tiles that
+          // a block finishing earlier would have taken (NOTES.md v8).
           if (rank == 0) u.w = haveFirst ? first.w : cusync::tileOfTicket(view, nextTicket);
           if constexpr (Pair) {
             if (rank == 0) {
@@ -487,16 +487,16 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       }
       wgmmaWait<0>();
       fenceRegs(acc);
+      // Parts of this unit's tile: 1 unless it is one of the split tiles.
+      const uint32_t NS = Split && u.pos >= sp.dpTiles ? sp.splits : 1u;
       if (p.trace != nullptr && threadIdx.x == 128 && rank == 0) {
-        const bool finishes = !Split || u.split + 1 == (u.pos < sp.dpTiles ? 1u : sp.splits);
-        if (finishes) {
+        if (u.split + 1 == NS) {  // the part that finishes the tile
           p.trace[work.index].mmaStart = tMma;
           p.trace[work.index].mmaNs = static_cast<unsigned int>(globalTimer() - tMma);
         }
       }
       if (signaller) release(prevStage);
       if constexpr (Split) {
-        const uint32_t NS = u.pos < sp.dpTiles ? 1u : sp.splits;
         if (NS > 1) {
           const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
           constexpr int R4 = WN / 8;  // float4 per thread

@@ -60,7 +60,7 @@ SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& vie
 
 template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
 void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s,
-                  const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0, bool waitPrior = false) {
+                  const LaunchOpts& o = {}) {
   static_assert(BM == 128 || Sc == Sched::SplitK, "BM 64 goes with split K");
   static_assert(Sc != Sched::Pair || TB == 1 || (BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
   constexpr int smem = Ring<BN, BM>::kSmemRequest;
@@ -72,7 +72,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
   // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
   const CUtensorMap tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
-  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, waitPrior};
+  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, o.waitPrior};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
   (void)ready;
@@ -82,8 +82,8 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
-  cfg.numAttrs = numAttrs;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(o.attrs);
+  cfg.numAttrs = o.numAttrs;
   cudaError_t e;
   if constexpr (Sc == Sched::Tiles || Sc == Sched::Pair) {
     if (Sc == Sched::Pair && blocks % 2 != 0)
@@ -99,33 +99,32 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
 
 template <class T, int BM, int BN, int TB, Sched Sc, class In, class Out>
 void dispatchEpilogue(const GemmArgs& a, const cusync::StageView<In, Out>& v, uint32_t blocks, cudaStream_t s,
-                      const cudaLaunchAttribute* attrs, unsigned numAttrs, bool waitPrior) {
+                      const LaunchOpts& o) {
   switch (a.epilogue) {
-    case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Identity>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Bias>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Gelu>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Residual>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Identity>(a, v, blocks, s, o);
+    case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Bias>(a, v, blocks, s, o);
+    case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Gelu>(a, v, blocks, s, o);
+    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, o);
+    case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Residual>(a, v, blocks, s, o);
   }
 }
 
 // One (type, B layout) family: every configuration and epilogue.
 template <class T, int TB, class In, class Out>
 void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
-                   cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0,
-                   bool waitPrior = false) {
+                   cudaStream_t s, const LaunchOpts& o = {}) {
   switch (c) {
-    case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+    case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, o);
+    case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, o);
     case TileConfig::T128x192SplitTail:
-      return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+      return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, o);
     case TileConfig::T128x256SplitTail:
-      return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
-    case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, attrs, numAttrs, waitPrior);
+      return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, o);
+    case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, o);
+    case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, o);
     default:
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                           std::string("tile configuration ") + toString(c) + " is not implemented");
@@ -134,13 +133,13 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
 
 template <class In, class Out>
 void dispatchAll(const GemmArgs& a, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
-                 cudaStream_t s, const cudaLaunchAttribute* attrs = nullptr, unsigned numAttrs = 0) {
+                 cudaStream_t s, const LaunchOpts& o = {}) {
   const bool nk = a.bLayout == BLayout::NK;
   if (a.dtype == DType::BF16)
-    return nk ? dispatchTyped<__nv_bfloat16, 0>(a, c, v, blocks, s, attrs, numAttrs)
-              : dispatchTyped<__nv_bfloat16, 1>(a, c, v, blocks, s, attrs, numAttrs);
-  return nk ? dispatchTyped<__half, 0>(a, c, v, blocks, s, attrs, numAttrs)
-            : dispatchTyped<__half, 1>(a, c, v, blocks, s, attrs, numAttrs);
+    return nk ? dispatchTyped<__nv_bfloat16, 0>(a, c, v, blocks, s, o)
+              : dispatchTyped<__nv_bfloat16, 1>(a, c, v, blocks, s, o);
+  return nk ? dispatchTyped<__half, 0>(a, c, v, blocks, s, o)
+            : dispatchTyped<__half, 1>(a, c, v, blocks, s, o);
 }
 
 // Checks that a device of compute capability 9.0 is current.

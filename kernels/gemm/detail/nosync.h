@@ -7,6 +7,7 @@
 
 #include "cusync/policy/no_sync.h"
 #include "cusync/stage_view.h"
+#include "kernels/gemm/detail/host.h"
 #include "kernels/gemm/gemm.h"
 
 namespace cusync_gemm::detail {
@@ -19,21 +20,13 @@ using NoSyncView = cusync::StageView<cusync::policy::NoSync, cusync::policy::NoS
 // and wait for it (griddepcontrol.wait) before any global memory access.
 // After a kernel that does not trigger dependents this is an ordinary launch.
 // CUSYNC_GEMM_PDL=0 in the environment turns it off (ordinary launches).
-inline bool priorOverlapEnabled() {
-  static const bool on = [] {
+inline LaunchOpts noSyncLaunchOpts() {
+  static const LaunchOpts o = [] {
     const char* e = std::getenv("CUSYNC_GEMM_PDL");
-    return !(e != nullptr && e[0] == '0');
+    if (e != nullptr && e[0] == '0') return LaunchOpts{};
+    return LaunchOpts{programmaticLaunchAttr(), 1, true};
   }();
-  return on;
-}
-inline const cudaLaunchAttribute* priorOverlapAttr() {
-  static const cudaLaunchAttribute a = [] {
-    cudaLaunchAttribute x{};
-    x.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    x.val.programmaticStreamSerializationAllowed = 1;
-    return x;
-  }();
-  return &a;
+  return o;
 }
 
 #define CUSYNC_GEMM_NOSYNC_DECL(name) \
