@@ -9,44 +9,46 @@ namespace {
 
 TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
   REQUIRE_HOPPER();
-  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x128, TileConfig::T128x128, 0, 0,
-                                         stageGrid(probe, TileConfig::T128x128).x);
+                                         rowSyncPostsPerTile(TileConfig::T128x128));
 }
 
 TEST(GemmGpuHooks, RowSyncPairSplitK) {
   REQUIRE_HOPPER();
-  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T64x128SplitK, 3, 5,
-                                         stageGrid(probe, TileConfig::T64x128SplitK).x);
+                                         rowSyncPostsPerTile(TileConfig::T64x128SplitK));
 }
 
 TEST(GemmGpuHooks, RowSyncPairSplitK256) {
   REQUIRE_HOPPER();
-  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x256SplitK, TileConfig::T64x256SplitK, 4, 3,
-                                         stageGrid(probe, TileConfig::T64x256SplitK).x);
+                                         rowSyncPostsPerTile(TileConfig::T64x256SplitK));
 }
 
 TEST(GemmGpuHooks, RowSyncPairSplitTail) {
   REQUIRE_HOPPER();
-  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256SplitTail, 3, 2,
-                                         stageGrid(probe, TileConfig::T128x256SplitTail).x);
+                                         rowSyncPostsPerTile(TileConfig::T128x256SplitTail));
 }
 
 TEST(GemmGpuHooks, RowSyncPairSplitTail192) {
   REQUIRE_HOPPER();
-  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192SplitTail, TileConfig::T128x192, 2, 0,
-                                         stageGrid(probe, TileConfig::T128x192SplitTail).x);
+                                         rowSyncPostsPerTile(TileConfig::T128x192SplitTail));
 }
 
 TEST(GemmGpuHooks, RowSyncPairClusters) {
   REQUIRE_HOPPER();
-  const GemmArgs probe = [] { GemmArgs g; g.M = 300, g.N = 512; return g; }();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x192Pair, 0, 0,
-                                         stageGrid(probe, TileConfig::T128x256Pair).x);
+                                         rowSyncPostsPerTile(TileConfig::T128x256Pair));
+}
+
+// Cluster K as a RowSync producer (the first block posts once the others
+// stored their slabs) and consumer (every block waits for its own k-range).
+TEST(GemmGpuHooks, RowSyncPairClusterK) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192ClusterK, TileConfig::T128x192ClusterK, 2, 4,
+                                         rowSyncPostsPerTile(TileConfig::T128x192ClusterK));
 }
 
 }  // namespace

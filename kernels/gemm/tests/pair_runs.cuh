@@ -11,6 +11,14 @@
 
 namespace gemm_test {
 
+// Posts per producer tile under RowSync in pairThreeRuns: one per tile of
+// the producer's row band (its stage grid's x for the M x N1 it runs).
+inline uint32_t rowSyncPostsPerTile(TileConfig producer) {
+  GemmArgs g;
+  g.M = 300, g.N = 512;
+  return stageGrid(g, producer).x;
+}
+
 // A producer GEMM posting through Out and a consumer GEMM waiting on it
 // (In), three runs in a row on one stream: the semaphores count runs, the
 // consumer's waits pass, and the consumer reads the producer's output
