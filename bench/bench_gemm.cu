@@ -324,24 +324,8 @@ int benchGemm(int argc, char** argv) {
         CUDA_OK(cudaMemset(dT, 0, nt * sizeof(TileTrace)));
         GemmArgs a = g;
         a.A = A[0], a.B = B[0], a.C = C[0], a.trace = dT;
-        // One launch of each alone (the stream drained before), timed with events.
-        auto alone = [&](auto&& launch) {
-          cudaEvent_t e0, e1;
-          CUDA_OK(cudaEventCreate(&e0));
-          CUDA_OK(cudaEventCreate(&e1));
-          CUDA_OK(cudaStreamSynchronize(s));
-          CUDA_OK(cudaEventRecord(e0, s));
-          launch();
-          CUDA_OK(cudaEventRecord(e1, s));
-          CUDA_OK(cudaStreamSynchronize(s));
-          float ms = 0;
-          CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-          cudaEventDestroy(e0);
-          cudaEventDestroy(e1);
-          return ms * 1e3;
-        };
-        const double cubAloneUs = alone([&] { cub(1); });
-        const double oursAloneUs = alone([&] { gemm(a, s); });
+        gemm(a, s);
+        CUDA_OK(cudaStreamSynchronize(s));
         std::vector<TileTrace> tr(nt);
         CUDA_OK(cudaMemcpy(tr.data(), dT, nt * sizeof(TileTrace), cudaMemcpyDeviceToHost));
         cudaFree(dT);
@@ -350,7 +334,7 @@ int benchGemm(int argc, char** argv) {
         std::vector<double> mma, epi, gap;
         std::vector<std::vector<const TileTrace*>> bySm(prop.multiProcessorCount);
         unsigned long long t0 = ~0ull, t1 = 0, tIn = ~0ull, tOut = 0;
-        std::vector<double> toTicket, toMma;  // a block's first tile: entry to its ticket decoded, then to its first MMA
+        std::vector<double> toTicket, toMma, setup;  // a block's first tile: entry to its ticket decoded, then to its first MMA
         for (const TileTrace& t : tr) {
           if (t.end == 0 || t.mmaStart == 0 || t.sm >= bySm.size()) continue;
           mma.push_back(t.mmaNs / 1e3);
@@ -360,7 +344,8 @@ int benchGemm(int argc, char** argv) {
           if (t.blockEntry != 0) tIn = std::min(tIn, t.blockEntry);
           if (t.blockEntry != 0 && t.start != 0 && t.start - t.blockEntry < 4000 && t.start >= t.blockEntry &&
               t.mmaStart >= t.start)
-            toTicket.push_back((t.start - t.blockEntry) / 1e3), toMma.push_back((t.mmaStart - t.start) / 1e3);
+            toTicket.push_back((t.start - t.blockEntry) / 1e3), toMma.push_back((t.mmaStart - t.start) / 1e3),
+                setup.push_back(t.setupNs / 1e3);
           if (t.blockExit != 0) tOut = std::max(tOut, t.blockExit);
         }
         for (auto& v : bySm) {
@@ -376,11 +361,10 @@ int benchGemm(int argc, char** argv) {
                     "first MMA to last store %.1f us\n",
                     mma.size(), med(mma), med(epi), med(gap), (t1 - t0) / 1e3);
         if (tIn <= t0 && tOut >= t1)
-          std::printf("  alone (events around one launch): ours %.1f us, cuBLAS %.1f us; ours inside: first block start "
-                      "to first MMA %.1f us (median first tile: %.2f us to its ticket, %.2f us to its first MMA), MMAs "
-                      "to last store %.1f us, last store to last block exit %.1f us\n",
-                      oursAloneUs, cubAloneUs, (t0 - tIn) / 1e3, med(toTicket), med(toMma), (t1 - t0) / 1e3,
-                      (tOut - t1) / 1e3);
+          std::printf("  inside the launch: first block start to first MMA %.1f us (median first tile: %.2f us to its "
+                      "ticket (%.2f us of set-up before the atomic), %.2f us more to its first MMA), MMAs to last "
+                      "store %.1f us, last store to last block exit %.1f us\n",
+                      (t0 - tIn) / 1e3, med(toTicket), med(setup), med(toMma), (t1 - t0) / 1e3, (tOut - t1) / 1e3);
       }
       }
       for (int c = 0; c < copies; ++c) {

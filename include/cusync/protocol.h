@@ -48,6 +48,13 @@ CUSYNC_HD void spinUntil(const uint32_t* addr, uint32_t target, StallInfo info) 
   B::onSpinDone();
 }
 
+// The tile at position `index` of the stage's order (row-major and grouped
+// orders computed, others read from the table).
+template <class V>
+CUSYNC_HD Dim3 tileAtPosition(const V& v, uint32_t index) {
+  return v.orderGroup > 0 ? groupedTile(index, v.shape.grid, v.orderGroup) : v.order[index];
+}
+
 // The tile of ticket t; blockLinear is the block's own index, used with
 // AvoidCustomOrder in non-persistent launches.
 template <class B, class V>
@@ -62,7 +69,7 @@ CUSYNC_HD TileWork decodeTicket(const V& v, unsigned long long t, uint32_t block
     const bool persistent = v.ticketsPerRun != v.numTiles;
     w.tile = rowMajorTile(persistent ? w.index : blockLinear, v.shape.grid);
   } else {
-    w.tile = v.order[w.index];
+    w.tile = tileAtPosition(v, w.index);
   }
   if (w.index == 0 && v.started != nullptr) B::storeRelease(v.started, w.run);
   return w;

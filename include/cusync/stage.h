@@ -67,6 +67,7 @@ class Stage {
     const std::vector<Dim3> table = buildOrderTable(order, shape_.grid, name_);
     if (!order_) order_ = static_cast<Dim3*>(Memory::allocZeroed(table.size() * sizeof(Dim3)));
     Memory::upload(order_, table.data(), table.size() * sizeof(Dim3));
+    orderGroup_ = arithmeticGroupOf(order);
     return *this;
   }
 
@@ -116,6 +117,7 @@ class Stage {
     v.ticketsPerRun = numTiles() + persistentBlocks;
     v.tickets = tickets_;
     v.order = order_;
+    v.orderGroup = orderGroup_;
     v.started = started_;
     v.postSems = sems_;
     v.out = out_;
@@ -261,6 +263,7 @@ class Stage {
   uint32_t* started_ = nullptr;
   uint32_t* sems_ = nullptr;
   Dim3* order_ = nullptr;
+  uint32_t orderGroup_ = 0;  // see StageView::orderGroup
   InputLink<InPolicy> links_[kMaxInputs];
   uint32_t* producerStarted_[kMaxInputs] = {};
   uint32_t numInputs_ = 0;

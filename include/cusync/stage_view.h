@@ -38,6 +38,7 @@ struct StageView {
   uint32_t ticketsPerRun = 0;
   unsigned long long* tickets = nullptr;
   const Dim3* order = nullptr;  // position -> tile
+  uint32_t orderGroup = 0;      // > 0: the order is GroupedOrder{orderGroup}, decoded without the table
   uint32_t* started = nullptr;  // run number of the latest run whose first tile was taken
   uint32_t* postSems = nullptr;
   OutPolicy out{};

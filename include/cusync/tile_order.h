@@ -50,6 +50,27 @@ CUSYNC_HD Dim3 rowMajorTile(uint32_t i, const Dim3& g) {
   return Dim3(i % g.x, (i / g.x) % g.y, i / (g.x * g.y));
 }
 
+// The tile at position i of GroupedOrder{group} (group 1 is row-major): the
+// inverse of GroupedOrder::linearIndex, so that a dispenser can decode a
+// ticket without reading the order table (a dependent global load at the
+// start of every persistent block).
+CUSYNC_HD Dim3 groupedTile(uint32_t i, const Dim3& g, uint32_t group) {
+  const uint32_t perBatch = g.x * g.y;
+  const uint32_t z = i / perBatch, p = i % perBatch;
+  const uint32_t band = p / (group * g.x), within = p % (group * g.x);
+  const uint32_t rowsInBand = minU(group, g.y - band * group);
+  return Dim3(within / rowsInBand, band * group + within % rowsInBand, z);
+}
+
+// The group under which groupedTile() decodes an order: 1 for row-major, the
+// band height for GroupedOrder, 0 for any other order (decoded from its table).
+inline uint32_t arithmeticGroupOf(const RowMajorOrder&) { return 1; }
+inline uint32_t arithmeticGroupOf(const GroupedOrder& o) { return o.group; }
+template <class Order>
+uint32_t arithmeticGroupOf(const Order&) {
+  return 0;
+}
+
 inline std::string tileName(const Dim3& t) {
   return "(" + std::to_string(t.x) + "," + std::to_string(t.y) + "," + std::to_string(t.z) + ")";
 }

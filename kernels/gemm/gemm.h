@@ -68,12 +68,6 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   On the H100 (kernels/gemm/NOTES.md v9) 128x256 pairs ran 1-1.5% faster
 //   than single blocks where K is long, and slower at short K; the full
 //   heuristic picks T128x256Pair there. 128x192 pairs showed no gain.
-//   T128x192ClusterK: a cluster of S blocks per 128x192 tile (S =
-//   GemmArgs::splitK clamped to [1, 4] and to the k-blocks, or the
-//   heuristic's), each computing an S-th of the k-blocks; the partials are
-//   added through distributed shared memory and each block stores 128 / S of
-//   the rows. For shapes with too few tiles to fill the SMs (M = 256-512 at
-//   N = 3072-6144): the parts run at once and need no global workspace.
 enum class TileConfig {
   Auto,
   T128x128,
@@ -84,8 +78,7 @@ enum class TileConfig {
   T128x192,
   T128x192SplitTail,
   T128x192Pair,
-  T128x256Pair,
-  T128x192ClusterK
+  T128x256Pair
 };
 
 // Every configuration but Auto, for lists and tests.
@@ -93,7 +86,7 @@ constexpr TileConfig kAllTileConfigs[] = {TileConfig::T128x128,          TileCon
                                           TileConfig::T128x256,          TileConfig::T128x192SplitTail,
                                           TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK,
                                           TileConfig::T64x256SplitK,     TileConfig::T128x192Pair,
-                                          TileConfig::T128x256Pair,      TileConfig::T128x192ClusterK};
+                                          TileConfig::T128x256Pair};
 
 // Whether c splits the K loop of some tiles (a split-K workspace is used).
 constexpr bool isSplitConfig(TileConfig c) {
@@ -102,8 +95,6 @@ constexpr bool isSplitConfig(TileConfig c) {
 }
 // Whether c launches clusters of two blocks per stage tile (B multicast).
 constexpr bool isPairConfig(TileConfig c) { return c == TileConfig::T128x192Pair || c == TileConfig::T128x256Pair; }
-// Whether c launches a cluster of blocks per tile that split its K.
-constexpr bool isClusterKConfig(TileConfig c) { return c == TileConfig::T128x192ClusterK; }
 constexpr bool isTailSplitConfig(TileConfig c) {
   return c == TileConfig::T128x256SplitTail || c == TileConfig::T128x192SplitTail;
 }
@@ -119,7 +110,7 @@ struct TileTrace {
   unsigned int sm;             // SM of the block that finished the tile
   unsigned long long mmaStart;  // the consumers had the tile's first k-block (split K: the finishing part)
   unsigned int mmaNs;          // from mmaStart until the last MMA completed; end - mmaStart - mmaNs is the epilogue
-  unsigned int pad;
+  unsigned int setupNs;         // the block's start until its first ticket was taken (set-up, grid wait, atomic)
   unsigned long long blockEntry;  // the block that finished the tile started (its first instruction)
   unsigned long long blockExit;   // set in the block's last tile only: the block is about to exit
 };
@@ -136,8 +127,7 @@ struct GemmArgs {
   const void* residual = nullptr;  // [M, N], type of C
   TileTrace* trace = nullptr;      // optional: one record per stage tile (by position in the tile order)
   TileConfig config = TileConfig::Auto;
-  int splitK = 0;  // split and cluster-K configurations only: number of K splits (clamped to [1, ceil(K / 64)],
-                   // and to 4 for cluster K); 0 = heuristic
+  int splitK = 0;  // split configurations only: number of K splits (clamped to [1, ceil(K / 64)]); 0 = heuristic
 };
 
 struct TileShape {
@@ -190,11 +180,10 @@ cusync::Dim3 stageTile(TileConfig c);
 // Blocks of a persistent launch of `a` with configuration c (resolved):
 // min(SMs, work units), work units = tiles (x splits for T64x128SplitK;
 // or the tail tiles x splits for T128x256SplitTail); for the pair
-// configurations twice min(SMs / 2, tiles); for T128x192ClusterK with S
-// splits S min(SMs / S, tiles).
+// configurations twice min(SMs / 2, tiles).
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 // The blocks of that launch that take tickets from the stage: all of them,
-// or one per cluster for the pair and cluster-K configurations. A stage's view() must
+// or one per cluster for the pair configurations. A stage's view() must
 // always be taken with this count.
 uint32_t ticketBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 

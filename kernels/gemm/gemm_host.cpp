@@ -33,7 +33,6 @@ const char* toString(TileConfig c) {
     case TileConfig::T128x256SplitTail: return "128x256-splittail";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
     case TileConfig::T64x256SplitK: return "64x256-splitk";
-    case TileConfig::T128x192ClusterK: return "128x192-clusterk";
   }
   return "?";
 }
@@ -60,7 +59,6 @@ TileShape tileShape(TileConfig c) {
     case TileConfig::T128x256SplitTail: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
     case TileConfig::T64x256SplitK: return {64, 256, 64};
-    case TileConfig::T128x192ClusterK: return {128, 192, 64};
     case TileConfig::Auto: break;
   }
   bad("tileShape: configuration 'auto' has no shape; resolve it first");
@@ -75,9 +73,6 @@ bool configImplemented(TileConfig c) {
 namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int kSplitMax = 32;  // caller overrides are clamped to this
-// Cluster K: at most 4 blocks per cluster, so that every block owns at least
-// two of the tile's eight 16-row slabs and the partials it receives fit its ring.
-constexpr int kClusterKMax = 4;
 }  // namespace
 
 // Measured on the H100 (kernels/gemm/NOTES.md, v4): splitting K costs time of
@@ -156,33 +151,10 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
   }
   return p;
 }
-// Cluster K (T128x192ClusterK): tiles in waves of SMs / S clusters, each
-// tile an S-th of the k-blocks per block plus the tile overhead and, for S >
-// 1, the reduction through distributed shared memory: every block sends (S -
-// 1) / S of its 96 KiB fp32 tile and adds what it receives (estimate: 1.5
-// steps plus 0.5 per extra part).
-double clusterKCost(int64_t M, int64_t N, int64_t K, int numSMs, int64_t S) {
-  const int64_t tiles = cdiv(M, 128) * cdiv(N, 192);
-  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
-  const int64_t clusters = std::max<int64_t>(1, numSMs / S);
-  const double reduce = S > 1 ? 1.5 + 0.5 * static_cast<double>(S - 1) : 0.0;
-  return static_cast<double>(cdiv(tiles, clusters)) *
-         (static_cast<double>(cdiv(kIters, S)) * stepCost(192) + kTileOverhead + reduce);
-}
-uint32_t clusterKSplits(int64_t M, int64_t N, int64_t K, int numSMs, int forced) {
-  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
-  const int64_t maxS = std::min<int64_t>(kClusterKMax, kIters);
-  if (forced > 0) return static_cast<uint32_t>(std::min<int64_t>(forced, maxS));
-  int64_t best = 1;
-  for (int64_t S = 2; S <= maxS; ++S)
-    if (clusterKCost(M, N, K, numSMs, S) < clusterKCost(M, N, K, numSMs, best)) best = S;
-  return static_cast<uint32_t>(best);
-}
 }  // namespace
 
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
   if (isTailSplitConfig(c)) return tailPlan(a.M, a.N, a.K, numSMs, a.splitK, tileShape(c).bn).splits;
-  if (isClusterKConfig(c)) return clusterKSplits(a.M, a.N, a.K, numSMs, a.splitK);
   if (c != TileConfig::T64x128SplitK && c != TileConfig::T64x256SplitK) return 1;
   const int64_t kIters = cdiv(a.K, 64);
   if (a.splitK > 0) return static_cast<uint32_t>(std::min<int64_t>(std::min<int64_t>(a.splitK, kIters), kSplitMax));
@@ -204,10 +176,6 @@ uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs) {
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
   const uint64_t tiles = stageGrid(a, c).count();
   if (isPairConfig(c)) return 2 * static_cast<uint32_t>(std::min<uint64_t>(tiles, std::max(1, numSMs / 2)));
-  if (isClusterKConfig(c)) {
-    const uint32_t S = splitCount(a, c, numSMs);
-    return S * static_cast<uint32_t>(std::min<uint64_t>(tiles, std::max<uint64_t>(1, numSMs / S)));
-  }
   const uint64_t dp = splitDataParallelTiles(a, c, numSMs);
   const uint64_t units = dp + (tiles - dp) * splitCount(a, c, numSMs);
   return static_cast<uint32_t>(std::min<uint64_t>(units, static_cast<uint64_t>(numSMs)));
@@ -215,7 +183,6 @@ uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
 
 uint32_t ticketBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
   const uint32_t b = persistentBlocks(a, c, numSMs);
-  if (isClusterKConfig(c)) return b / splitCount(a, c, numSMs);
   return isPairConfig(c) ? b / 2 : b;
 }
 
@@ -226,7 +193,6 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
   if (c == TileConfig::Auto) bad("estimatedCost: resolve 'auto' first");
   const TileShape t = tileShape(c);
   if (isTailSplitConfig(c)) return tailPlan(M, N, std::max<int64_t>(K, 1), numSMs, 0, t.bn).cost;
-  if (isClusterKConfig(c)) return clusterKCost(M, N, K, numSMs, clusterKSplits(M, N, K, numSMs, 0));
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (isPairConfig(c)) {
     // Two 128-row tiles per cluster, a cluster per two SMs, B at half the L2 traffic.
@@ -265,13 +231,6 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
     const TailPlan tail = tailPlan(M, N, K, numSMs, 0, tileShape(c).bn);
     if (tail.splits < 2) continue;
     if (bestTail == TileConfig::Auto || tail.cost < bestTailCost) bestTail = c, bestTailCost = tail.cost;
-  }
-  // Cluster K in the full heuristic only (the MLP pipelines' launcher has no
-  // cluster-K kernels), in place of a tail split where its model is no worse:
-  // its parts run at once and reduce on chip.
-  if (allowSplitK && clusterKSplits(M, N, K, numSMs, 0) > 1) {
-    const double c = estimatedCost(M, N, K, numSMs, TileConfig::T128x192ClusterK);
-    if (bestTail == TileConfig::Auto || c <= bestTailCost) bestTail = TileConfig::T128x192ClusterK, bestTailCost = c;
   }
   if (bestTail != TileConfig::Auto && bestTailCost < 0.95 * bestCost) best = bestTail, bestCost = bestTailCost;
   // Cluster pairs (256-row stage tiles) only in the full heuristic: pipeline

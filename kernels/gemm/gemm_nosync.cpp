@@ -1,5 +1,7 @@
 // gemm() without synchronization: a NoSync stage per (device, stream, grid,
-// persistent block count), so that concurrent launches never share a ticket counter.
+// persistent block count, configuration), so that concurrent launches never
+// share a ticket counter, and every launch on a counter decodes its tickets
+// alike (tile schedules and split schedules count tickets differently).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,13 +28,13 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
   const uint32_t blocks = persistentBlocks(a, c, d.sms);
   const uint32_t takers = ticketBlocks(a, c, d.sms);
 
-  using Key = std::tuple<int, cudaStream_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
+  using Key = std::tuple<int, cudaStream_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int>;
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<NoSyncStage>> stages;
   NoSyncStage* st = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto& slot = stages[Key{d.device, stream, grid.x, grid.y, tile.x, tile.y, takers}];
+    auto& slot = stages[Key{d.device, stream, grid.x, grid.y, tile.x, tile.y, takers, static_cast<int>(c)}];
     if (!slot) {
       slot = std::make_unique<NoSyncStage>("gemm", grid, tile);
       slot->setOrder(GroupedOrder{8});

@@ -43,6 +43,25 @@ TEST(TileOrder, RowMajorTileInvertsRowMajorOrder) {
   for (uint32_t i = 0; i < g.count(); ++i) EXPECT_EQ(RowMajorOrder{}.linearIndex(rowMajorTile(i, g), g), i);
 }
 
+// groupedTile() decodes tickets without the table: it must agree with the
+// table of every order it claims (row-major as group 1, grouped bands, ragged
+// last bands, batches), and other orders must fall back to the table.
+TEST(TileOrder, GroupedTileMatchesTheTable) {
+  for (Dim3 g : {Dim3(1, 1, 1), Dim3(7, 3, 1), Dim3(4, 9, 2), Dim3(96, 16, 1), Dim3(5, 17, 3), Dim3(32, 8, 1)})
+    for (uint32_t group : {1u, 2u, 3u, 8u, 16u, 40u}) {
+      const GroupedOrder o{group};
+      const auto table = buildOrderTable(o, g);
+      for (uint32_t i = 0; i < table.size(); ++i)
+        ASSERT_EQ(groupedTile(i, g, arithmeticGroupOf(o)), table[i])
+            << "grid " << tileName(g) << " group " << group << " position " << i;
+    }
+  const Dim3 g(6, 5, 2);
+  const auto rows = buildOrderTable(RowMajorOrder{}, g);
+  ASSERT_EQ(arithmeticGroupOf(RowMajorOrder{}), 1u);
+  for (uint32_t i = 0; i < rows.size(); ++i) EXPECT_EQ(groupedTile(i, g, 1), rows[i]) << i;
+  EXPECT_EQ(arithmeticGroupOf(ColumnMajorOrder{}), 0u);
+}
+
 struct DuplicateOrder {  // tiles (0,0) and (1,0) collide
   uint32_t linearIndex(const Dim3& t, const Dim3& g) const { return t.x == 1 && t.y == 0 ? 0 : t.y * g.x + t.x; }
 };

@@ -36,6 +36,9 @@ struct EpiParams {
   // stream (gemm()): every thread waits for that grid before touching global
   // memory, so only the block set-up overlaps its tail.
   bool waitPrior = false;
+  // NoSync stages only: each block's first tile is the one at its own index
+  // in the stage order, taken without a ticket (kernel.cuh, gemmBody).
+  bool staticFirst = false;
 };
 
 // Bytes of scratch per consumer warp: 16 rows x 128 bytes.

@@ -17,6 +17,7 @@ struct LaunchOpts {
   const cudaLaunchAttribute* attrs = nullptr;
   unsigned numAttrs = 0;
   bool waitPrior = false;
+  bool staticFirst = false;  // EpiParams::staticFirst
 };
 
 // The programmatic-stream-serialization (PDL) launch attribute.

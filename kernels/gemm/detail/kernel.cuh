@@ -7,9 +7,9 @@
 // 2 are consumers: each owns 64 rows of the 128-row tile and runs wgmma over
 // the ring, then the fused epilogue (detail/epilogue.cuh).
 // The tile a ring slot belongs to travels with the slot (TileWork copy), and
-// an invalid TileWork in a slot tells the consumers to stop. Four schedules
-// (Sched): one tile per ticket, K split into parts, cluster pairs that share
-// B by TMA multicast, and clusters whose blocks split one tile's K.
+// an invalid TileWork in a slot tells the consumers to stop. Three schedules
+// (Sched): one tile per ticket, K split into parts, and cluster pairs that
+// share B by TMA multicast.
 #pragma once
 
 #include <cuda.h>
@@ -57,16 +57,7 @@ struct UnitWork {
 //            from L2 once per pair instead of once per block (a third less L2
 //            -> SM traffic for 128x256). The first block takes the tickets and
 //            hands each tile to the second through shared memory.
-//   ClusterK: a cluster of S blocks per 128-row stage tile, block r computing
-//            the r-th S-th of the k-blocks. The blocks of a cluster run at
-//            once, so no part waits behind other work; the partials are
-//            reduced through distributed shared memory (each block owns every
-//            S-th 16-row warp slab, the others store their fp32 fragments of
-//            it into the owner's ring, which is free once every block's MMAs
-//            are done), and each block stores only the slabs it owns. No
-//            global workspace. The tail split's fixup read S - 1 partials of
-//            the whole tile through L2 in one block (5-10 us, NOTES.md v10h).
-enum class Sched { Tiles, SplitK, Pair, ClusterK };
+enum class Sched { Tiles, SplitK, Pair };
 
 // Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
 struct SplitParams {
@@ -90,12 +81,11 @@ struct Ring {
   static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? 4 : 6);
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
-  // Cluster launches: the tile handed to the other blocks, and the mbarriers
-  // of the hand-over (mailbox full / empty), of the post (peer stored / post
-  // done) and, for ClusterK, of the reduction (peers' MMAs done, partials
-  // received, ring free again).
+  // Pair launches: the tile handed to the second block, and the mbarriers
+  // of the hand-over (mailbox full / empty) and of the post (peer stored /
+  // post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(UnitWork) + 15) / 16 * 16;
-  static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 7 * 8;
+  static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 4 * 8;
   // The epilogue scratch: per consumer warp two buffers where they fit beside
   // the ring (128x256, 128x128, 64x128), else one. Aligned to 1024 bytes for
   // the 128-byte swizzle of the TMA stores that read it.
@@ -209,70 +199,6 @@ __device__ __forceinline__ void clusterSync() {
 // Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
-// ClusterK: adds the cluster's nRanks partials of this warp's 16-row slab
-// into its owner's acc (in rank order, so every run rounds alike); the other
-// blocks' acc of that slab is then stale (they skip its epilogue).
-// 1. Once both consumer warpgroups' MMAs are done, this block's ring may be
-//    overwritten: tell the other blocks, and wait until they say the same.
-// 2. A warp whose slab another block owns stores its fp32 fragment into slot
-//    (this rank, the slab's index among the owner's) of the owner's ring;
-//    every lane then arrives on the owner's recvFull (release at cluster
-//    scope: its own stores are visible before the arrival counts).
-// 3. An owning warp stores its own fragment into its slot, waits for
-//    recvFull and adds the slots in rank order; the ring is then free for
-//    the producer's next tile.
-template <int WN>
-__device__ __forceinline__ void reduceSlabs(float (&acc)[WN / 2], unsigned char* ring, uint32_t rank, uint32_t nRanks,
-                                            uint32_t slab, uint64_t* peerReady, uint64_t* recvFull, uint64_t* ringFree,
-                                            uint32_t& phase) {
-#if CUSYNC_GEMM_SM90A
-  constexpr int kF4 = WN / 8;                       // float4 of one lane's fragment
-  constexpr uint32_t kSlabBytes = 16 * WN * 4;      // one 16-row slab in fp32
-  const int lane = threadIdx.x % 32;
-  const uint32_t owner = slab % nRanks;
-  const uint32_t maxOwned = (8u + nRanks - 1u) / nRanks;  // slots per sender
-  const uint32_t idx = slab / nRanks;                    // this slab among its owner's
-  auto slot = [&](unsigned char* base, uint32_t sender) {
-    return reinterpret_cast<float4*>(base + (sender * maxOwned + idx) * kSlabBytes) + lane;
-  };
-  consumerBarrier();
-  if (threadIdx.x == 128)
-    for (uint32_t r = 0; r < nRanks; ++r)
-      if (r != rank) arriveRemote(peerReady, r);
-  mbarWaitCluster(peerReady, phase);
-  if (owner != rank) {
-    float4* dst = static_cast<float4*>(__cluster_map_shared_rank(static_cast<void*>(slot(ring, rank)), owner));
-#pragma unroll
-    for (int i = 0; i < kF4; ++i) dst[i * 32] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-    arriveRemote(recvFull, owner);
-  } else {
-    // The owner's own partial goes to its slot too, so that the sum reads
-    // every rank's partial alike (fewer live registers than selecting).
-    float4* mine = slot(ring, rank);
-#pragma unroll
-    for (int i = 0; i < kF4; ++i) mine[i * 32] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-    mbarWaitCluster(recvFull, phase);
-    const float4* first = slot(ring, 0);
-#pragma unroll
-    for (int i = 0; i < kF4; ++i) {
-      const float4 v = first[i * 32];
-      acc[4 * i] = v.x, acc[4 * i + 1] = v.y, acc[4 * i + 2] = v.z, acc[4 * i + 3] = v.w;
-    }
-    for (uint32_t r = 1; r < nRanks; ++r) {
-      const float4* src = slot(ring, r);
-#pragma unroll
-      for (int i = 0; i < kF4; ++i) {
-        const float4 v = src[i * 32];
-        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-      }
-    }
-    __syncwarp();
-    if (lane == 0) cuda::ptx::mbarrier_arrive(ringFree);
-  }
-  phase ^= 1;
-#endif
-}
-
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
 //
@@ -290,20 +216,16 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
                                          const cusync::StageView<In, Out>& view, const SplitParams& sp) {
 #if CUSYNC_GEMM_SM90A
   const unsigned long long tEntry = p.trace != nullptr ? globalTimer() : 0;
+  unsigned long long tTicket = 0;  // trace, thread 0: the first ticket is taken (before it is decoded)
   uint32_t lastTraced = ~0u;  // trace, consumer thread 128: the last tile this block finished
   static_assert(BM == 128 || BM == 64, "BM");
   static_assert(BM == 128 || Sc == Sched::SplitK, "64-row tiles go with split K");
   constexpr bool Split = Sc == Sched::SplitK;
   constexpr bool Pair = Sc == Sched::Pair;
-  constexpr bool ClusterK = Sc == Sched::ClusterK;
-  constexpr bool Cluster = Pair || ClusterK;
   constexpr int kRowsPerTile = Pair ? 2 * BM : BM;  // stage tile rows
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
   using R = Ring<BN, BM>;
   constexpr int S = R::kStages;
-  // ClusterK receives partials into the ring: at most 9 slabs (3 blocks x 3
-  // owned slabs; the host caps the cluster at 4 blocks).
-  static_assert(!ClusterK || 9 * 16 * WN * 4 <= R::kBarOffset, "the ring cannot hold the cluster's partials");
   extern __shared__ __align__(1024) unsigned char smemRaw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + R::kBarOffset);
@@ -314,24 +236,36 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   uint64_t* mboxEmpty = mboxFull + 1;
   uint64_t* peerStored = mboxFull + 2;  // the second block stored its rows of the tile
   uint64_t* postDone = mboxFull + 3;    // the first block posted the tile
-  uint64_t* peerReady = mboxFull + 4;   // ClusterK: the other blocks' MMAs of the tile are done
-  uint64_t* recvFull = mboxFull + 5;    // ClusterK: the other blocks' partials of this block's slabs arrived
-  uint64_t* ringFree = mboxFull + 6;    // ClusterK: this block's ring no longer holds partials
-  const uint32_t rank = Cluster ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
-  // Blocks per cluster (ClusterK: the K split, from the launch's cluster size).
-  const uint32_t nRanks = Pair ? 2u : ClusterK ? cuda::ptx::get_sreg_cluster_nctarank() : 1u;
-  const bool clustered = Cluster && nRanks > 1;
-  // ClusterK: 16-row warp slab w (consumer warp w of the tile) belongs to
-  // block w % nRanks; this block owns ownedSlabs of the 8.
-  const uint32_t ownedSlabs = (8u - rank + nRanks - 1u) / nRanks;
+  const uint32_t rank = Pair ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
 
   const int wg = threadIdx.x / 128;
   const int kIters = static_cast<int>((p.K + kBK - 1) / kBK);
 
-  // Split K: the unit ticket [t] decodes into (tile position, split); see Sched::SplitK.
+  // Static first tiles (gemm()'s own NoSync stages, EpiParams::staticFirst):
+  // a block's first tile (split K: unit) is the one at its own index in the
+  // stage order, so that its first loads wait for no atomic (measured ~1.3 us
+  // from a block's start to its first ticket on the H100, NOTES.md v11). Later
+  // tickets count from the first tile no block starts with: per run, the
+  // tiles past the ticket blocks and one closing ticket per block. Stages
+  // with a policy need the run numbers that tickets carry, so they take
+  // every tile by ticket.
+  constexpr bool kNoSyncStage = cusync::policy::isNoSync<In> && cusync::policy::isNoSync<Out>;
+  const bool staticFirst = kNoSyncStage && p.staticFirst;
+  const uint32_t ticketBlocks = Pair ? gridDim.x / 2 : gridDim.x;
+  // Tiles, Pair: the tile of ticket t (taken from the stage's counter).
+  auto tileOf = [&](unsigned long long t) {
+    if (!staticFirst) return cusync::tileOfTicket(view, t);
+    cusync::TileWork w;
+    w.run = static_cast<uint32_t>(t / view.numTiles) + 1;
+    w.index = ticketBlocks + static_cast<uint32_t>(t % view.numTiles);
+    w.valid = w.index < view.numTiles;
+    if (w.valid) w.tile = cusync::protocol::tileAtPosition(view, w.index);
+    return w;
+  };
+
+  // Split K: unit [t] of the run decodes into (tile position, split); see Sched::SplitK.
   auto splitUnit = [&](const cusync::TileWork& start, unsigned long long t) {
     UnitWork u;
-    if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);  // the run's last unit ticket
     u.w = start;
     u.w.valid = t < sp.units;
     if (u.w.valid) {
@@ -349,7 +283,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       u.split = t < dp ? 0u : q / R;
       u.w.index = u.pos;
       const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
-      u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : view.order[u.pos];
+      u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : cusync::protocol::tileAtPosition(view, u.pos);
       u.kb0 = static_cast<int32_t>(u.split * static_cast<uint32_t>(kIters) / S);
       u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
     }
@@ -365,10 +299,32 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   // use by it.
   UnitWork first;
   cusync::TileWork start{};  // split K: the run number, one of the blocks' stage tickets
+  // Split K: the next unit from the unit counter, which the taker of the
+  // run's last unit ticket resets.
+  auto nextSplitUnit = [&] {
+    const unsigned long long t = atomicAdd(sp.counter, 1ull);
+    const unsigned long long perRun = staticFirst ? sp.units : sp.unitsPerRun;
+    if (t == perRun - 1) atomicExch(sp.counter, 0ull);
+    return splitUnit(start, staticFirst ? gridDim.x + t : t);
+  };
   auto takeFirst = [&] {
-    if constexpr (Split) {
+    if (p.trace != nullptr) tTicket = globalTimer();
+    if (staticFirst) {
+      // No CCCL wrapper for griddepcontrol; the ticket path triggers dependents in tileElected().
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+      if constexpr (Split) {
+        start.run = 1;
+        first = splitUnit(start, blockIdx.x);
+      } else if (rank == 0) {
+        first.w.run = 1;
+        first.w.index = ticketBlocks == gridDim.x ? blockIdx.x : blockIdx.x / 2;
+        first.w.valid = first.w.index < view.numTiles;
+        if (first.w.valid) first.w.tile = cusync::protocol::tileAtPosition(view, first.w.index);
+      }
+    } else if constexpr (Split) {
       const unsigned long long t = atomicAdd(sp.counter, 1ull);  // both atomics in flight at once
       start = cusync::tileElected(view);
+      if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);
       first = splitUnit(start, t);
     } else if (rank == 0) {
       first.w = cusync::tileElected(view);
@@ -389,16 +345,11 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       // it, since either block's multicast writes into both.
       cuda::ptx::mbarrier_init(&empty[s], Pair ? 4 : 2);
     }
-    if (clustered) {
+    if constexpr (Pair) {
       cuda::ptx::mbarrier_init(mboxFull, 1);
-      cuda::ptx::mbarrier_init(mboxEmpty, nRanks - 1);
-      cuda::ptx::mbarrier_init(peerStored, nRanks - 1);
+      cuda::ptx::mbarrier_init(mboxEmpty, 1);
+      cuda::ptx::mbarrier_init(peerStored, 1);
       cuda::ptx::mbarrier_init(postDone, 1);
-      if constexpr (ClusterK) {
-        cuda::ptx::mbarrier_init(peerReady, nRanks - 1);
-        cuda::ptx::mbarrier_init(recvFull, 32 * (nRanks - 1) * ownedSlabs);  // every lane of each sending warp
-        cuda::ptx::mbarrier_init(ringFree, ownedSlabs);
-      }
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
@@ -408,8 +359,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
     if (threadIdx.x == 0) takeFirst();
   }
-  // Clusters: no remote arrive, store or multicast may reach a block before its barriers exist.
-  if constexpr (Cluster) clusterSync();
+  // Pair: no remote arrive or multicast may reach a block before its barriers exist.
+  if constexpr (Pair) clusterSync();
   else __syncthreads();
 
   if (wg == 0) {
@@ -419,9 +370,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       uint32_t phase = 0;
       constexpr uint32_t kTx = R::kStageBytes;
       bool haveFirst = true;
-      unsigned long long nextTicket = 0;  // Tiles, Pair, ClusterK: the next tile's ticket, taken during this one
-      bool ringHoldsTile = false;         // ClusterK: a previous tile's partials may still be in the ring
-      uint32_t ringPhase = 0;
+      unsigned long long nextTicket = 0;  // Tiles, Pair: the next tile's ticket, taken during this one
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
       uint32_t mboxPhase = 0;
       // Pair: the other block's consumers release this block's slots too (acquire at cluster scope).
@@ -432,7 +381,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       for (;;) {
         UnitWork u;
         if constexpr (Split) {
-          u = haveFirst ? first : splitUnit(start, atomicAdd(sp.counter, 1ull));
+          u = haveFirst ? first : nextSplitUnit();
         } else {
           // The ticket was taken kTicketLead loads before the previous
           // tile's last one (below), so its atomic ran while this thread
@@ -440,28 +389,21 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           // NOTES.md v10e). A whole tile ahead measured up to 11% slower
           // where the last wave is nearly full: blocks then keep tiles that
           // a block finishing earlier would have taken (NOTES.md v8).
-          if (rank == 0) u.w = haveFirst ? first.w : cusync::tileOfTicket(view, nextTicket);
-          if (clustered) {
-            // Pair: the first block stores into the second's mailbox.
-            // ClusterK: it fills its own and the others read it remotely (a
-            // loop of remote stores spilled the producer's 40 registers).
+          if (rank == 0) u.w = haveFirst ? first.w : tileOf(nextTicket);
+          if constexpr (Pair) {
             if (rank == 0) {
               mbarWaitCluster(mboxEmpty, mboxPhase ^ 1);
-              if constexpr (Pair) *static_cast<cusync::TileWork*>(__cluster_map_shared_rank(mailbox, 1)) = u.w;
-              else *mailbox = u.w;
-              for (uint32_t r = 1; r < nRanks; ++r) arriveRemote(mboxFull, r);
+              *static_cast<cusync::TileWork*>(__cluster_map_shared_rank(mailbox, 1)) = u.w;
+              arriveRemote(mboxFull, 1);
             } else {
               mbarWaitCluster(mboxFull, mboxPhase);
-              if constexpr (Pair) u.w = *mailbox;
-              else u.w = *static_cast<const cusync::TileWork*>(__cluster_map_shared_rank(static_cast<void*>(mailbox), 0));
+              u.w = *mailbox;
               arriveRemote(mboxEmpty, 0);
             }
             mboxPhase ^= 1;
           }
-          // ClusterK: block r computes the r-th nRanks-th of the k-blocks
-          // (the host keeps nRanks <= k-blocks, so no part is empty).
-          u.kb0 = ClusterK ? static_cast<int32_t>(rank * static_cast<uint32_t>(kIters) / nRanks) : 0;
-          u.kb1 = ClusterK ? static_cast<int32_t>((rank + 1) * static_cast<uint32_t>(kIters) / nRanks) : kIters;
+          u.kb0 = 0;
+          u.kb1 = kIters;
         }
         haveFirst = false;
         const cusync::TileWork& work = u.w;
@@ -471,17 +413,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           cuda::ptx::mbarrier_arrive(&full[stage]);
           break;
         }
-        if constexpr (ClusterK) {
-          // The consumers received the last tile's partials into the ring;
-          // no load may overwrite them before they are added.
-          if (clustered && ringHoldsTile) {
-            mbarWait(ringFree, ringPhase);
-            ringPhase ^= 1;
-          }
-          ringHoldsTile = true;
-        }
         const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
-        const int32_t m0 = mTile + (Pair ? static_cast<int32_t>(rank) * BM : 0);  // this block's rows
+        const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
         const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
         const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
         const unsigned long long tTook = p.trace != nullptr ? globalTimer() : 0;
@@ -548,6 +481,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         if (p.trace != nullptr && u.kb0 == 0 && rank == 0) {
           p.trace[work.index].start = tTook;
           p.trace[work.index].waitNs = waited;
+          p.trace[work.index].setupNs = tTicket != 0 ? static_cast<unsigned int>(tTicket - tEntry) : 0u;
+          tTicket = 0;
         }
       }
     }
@@ -564,10 +499,6 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     int stage = 0;
     uint32_t phase = 0;
     uint32_t postPhase = 0;
-    uint32_t reducePhase = 0;  // ClusterK: phase of peerReady and recvFull
-    // ClusterK: this warp's 16-row slab of the tile (computed where needed,
-    // to keep the main loop's registers free).
-    auto slabOfWarp = [] { return static_cast<uint32_t>(threadIdx.x / 32 - 4); };
     // A slot is released to this block's producer and, in a pair, to the
     // other block's, whose multicast also writes it.
     auto release = [&](int st) {
@@ -613,9 +544,6 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         }
       }
       if (signaller) release(prevStage);
-      if constexpr (ClusterK) {
-        if (clustered) reduceSlabs<WN>(acc, smem, rank, nRanks, slabOfWarp(), peerReady, recvFull, ringFree, reducePhase);
-      }
       if constexpr (Split) {
         if (NS > 1) {
           const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
@@ -667,32 +595,30 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
-      if (!ClusterK || slabOfWarp() % nRanks == rank) {  // ClusterK: only the slab's owner stores it
-        epilogue<T, WN, E, R::kEpiBufs>(
-            acc, C, p, static_cast<int64_t>(work.tile.y) * kRowsPerTile + (Pair ? rank * BM : 0) + cw * kRowOff,
-            static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
-            smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
-      }
+      epilogue<T, WN, E, R::kEpiBufs>(
+          acc, C, p, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
+          static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
+          smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
       if constexpr (Split) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
-        if (threadIdx.x == 128) (void)cusync::tileElected(view);
+        if (threadIdx.x == 128 && !staticFirst) (void)cusync::tileElected(view);
       }
       if constexpr (!cusync::policy::isNoSync<Out>) {
         epilogueStoresDone();  // the tile's TMA stores have written C before anyone posts it
         consumerBarrier();
         if (threadIdx.x == 128) {
-          if (clustered) {
-            // The first block posts the cluster's tile once the others have
-            // stored their rows; they wait for that post before they signal
-            // their next tile, so the blocks never drift a tile apart.
-            if (rank != 0) {
+          if constexpr (Pair) {
+            // The first block posts the pair's tile once the second has
+            // stored its rows; the second waits for that post before it
+            // signals its next tile, so the two never drift a tile apart.
+            if (rank == 1) {
               mbarWaitCluster(postDone, postPhase ^ 1);
               cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
               arriveRemote(peerStored, 0);
             } else {
               mbarWaitCluster(peerStored, postPhase);
               cusync::postElected(view, work);
-              for (uint32_t r = 1; r < nRanks; ++r) arriveRemote(postDone, r);
+              arriveRemote(postDone, 1);
             }
             postPhase ^= 1;
           } else {
@@ -709,9 +635,9 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     }
   }
   if (wg != 0) epilogueScratchFree();  // the copy engine is done reading this block's scratch
-  // Clusters: no block may exit while another can still arrive on its
-  // barriers, store or multicast into its shared memory.
-  if constexpr (Cluster) clusterSync();
+  // Pair: neither block may exit while the other can still arrive on its
+  // barriers or multicast into its shared memory.
+  if constexpr (Pair) clusterSync();
   if (wg != 0 && lastTraced != ~0u) p.trace[lastTraced].blockExit = globalTimer();
 #endif
 }
@@ -733,16 +659,6 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
                    const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
                    const __grid_constant__ cusync::StageView<In, Out> view) {
   gemmBody<T, 128, BN, TransB, Sched::Pair, E, In, Out>(tmA, tmB, tmC, C, p, view, SplitParams{});
-}
-
-// Clusters of blocks splitting one 128-row tile's K (T128x192ClusterK); the
-// cluster size (the split) is set at launch.
-template <class T, int BN, int TransB, Epilogue E, class In, class Out>
-__global__ void __launch_bounds__(kThreads, 1)
-    gemmKernelClusterK(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                       const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
-                       const __grid_constant__ cusync::StageView<In, Out> view) {
-  gemmBody<T, 128, BN, TransB, Sched::ClusterK, E, In, Out>(tmA, tmB, tmC, C, p, view, SplitParams{});
 }
 
 // Split K: 64-row tiles split throughout (T64x128SplitK, T64x256SplitK;

@@ -32,7 +32,6 @@ template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class
 constexpr auto kernelFor() {
   if constexpr (Sc == Sched::SplitK) return gemmKernelSplit<T, BM, BN, TB, E, In, Out>;
   else if constexpr (Sc == Sched::Pair) return gemmKernelPair<T, BN, TB, E, In, Out>;
-  else if constexpr (Sc == Sched::ClusterK) return gemmKernelClusterK<T, BN, TB, E, In, Out>;
   else return gemmKernel<T, BN, TB, E, In, Out>;
 }
 
@@ -73,7 +72,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
   // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
   const CUtensorMap tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
-  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, o.waitPrior};
+  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, o.waitPrior, o.staticFirst};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
   (void)ready;
@@ -86,25 +85,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   cfg.attrs = const_cast<cudaLaunchAttribute*>(o.attrs);
   cfg.numAttrs = o.numAttrs;
   cudaError_t e;
-  if constexpr (Sc == Sched::ClusterK) {
-    // The K split is the cluster size, set here: the caller's attributes
-    // plus the cluster dimension.
-    const uint32_t S = splitCount(a, TileConfig::T128x192ClusterK, currentDevice().sms);
-    if (S == 0 || blocks % S != 0)
-      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
-                          "a cluster-K launch of " + std::to_string(S) + " splits needs a multiple of " +
-                              std::to_string(S) + " blocks, got " + std::to_string(blocks));
-    cudaLaunchAttribute attrs[4];
-    if (o.numAttrs > 3) throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "too many launch attributes");
-    for (unsigned i = 0; i < o.numAttrs; ++i) attrs[i] = o.attrs[i];
-    attrs[o.numAttrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[o.numAttrs].val.clusterDim.x = S;
-    attrs[o.numAttrs].val.clusterDim.y = 1;
-    attrs[o.numAttrs].val.clusterDim.z = 1;
-    cfg.attrs = attrs;
-    cfg.numAttrs = o.numAttrs + 1;
-    e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, tmC, C, p, view);
-  } else if constexpr (Sc == Sched::Tiles || Sc == Sched::Pair) {
+  if constexpr (Sc == Sched::Tiles || Sc == Sched::Pair) {
     if (Sc == Sched::Pair && blocks % 2 != 0)
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a pair launch needs an even block count");
     e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, tmC, C, p, view);
@@ -138,7 +119,6 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
     case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, o);
     case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, o);
     case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, o);
-    case TileConfig::T128x192ClusterK: return dispatchEpilogue<T, 128, 192, TB, Sched::ClusterK>(a, v, blocks, s, o);
     case TileConfig::T128x192SplitTail:
       return dispatchEpilogue<T, 128, 192, TB, Sched::SplitK>(a, v, blocks, s, o);
     case TileConfig::T128x256SplitTail:

@@ -20,11 +20,18 @@ using NoSyncView = cusync::StageView<cusync::policy::NoSync, cusync::policy::NoS
 // and wait for it (griddepcontrol.wait) before any global memory access.
 // After a kernel that does not trigger dependents this is an ordinary launch.
 // CUSYNC_GEMM_PDL=0 in the environment turns it off (ordinary launches).
+// Each block also starts with the tile at its own index, without a ticket
+// (EpiParams::staticFirst); CUSYNC_GEMM_STATIC_FIRST=0 turns that off.
 inline LaunchOpts noSyncLaunchOpts() {
   static const LaunchOpts o = [] {
-    const char* e = std::getenv("CUSYNC_GEMM_PDL");
-    if (e != nullptr && e[0] == '0') return LaunchOpts{};
-    return LaunchOpts{programmaticLaunchAttr(), 1, true};
+    auto off = [](const char* name) {
+      const char* e = std::getenv(name);
+      return e != nullptr && e[0] == '0';
+    };
+    LaunchOpts r{};
+    if (!off("CUSYNC_GEMM_PDL")) r = LaunchOpts{programmaticLaunchAttr(), 1, true};
+    r.staticFirst = !off("CUSYNC_GEMM_STATIC_FIRST");
+    return r;
   }();
   return o;
 }

@@ -171,34 +171,6 @@ TEST(GemmConfig, PairLaunchGeometry) {
   EXPECT_FALSE(isPairConfig(chooseConfig(4096, 8192, 1024, 132, true)));  // short K: the hand-over costs more
 }
 
-// Cluster K: S blocks per tile, one ticket taker per cluster, S clamped to
-// [1, 4] and to the k-blocks; the full heuristic picks it where few tiles
-// face a long K, the 128-row one (pipelines) never.
-TEST(GemmConfig, ClusterKGeometry) {
-  GemmArgs a = good();
-  a.M = 256, a.N = 3072, a.K = 8192;  // llama-qkv: 2 x 16 tiles of 128 x 192
-  EXPECT_EQ(stageGrid(a, TileConfig::T128x192ClusterK), stageGrid(a, TileConfig::T128x192));
-  EXPECT_EQ(stageTile(TileConfig::T128x192ClusterK), cusync::Dim3(192, 128, 64));
-  EXPECT_EQ(chooseConfig(256, 3072, 8192, 132, true), TileConfig::T128x192ClusterK);
-  EXPECT_FALSE(isClusterKConfig(chooseConfig(256, 3072, 8192, 132)));
-  const uint32_t S = splitCount(a, TileConfig::T128x192ClusterK, 132);
-  EXPECT_EQ(S, 4u);  // 32 clusters of 4 fill 128 SMs
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192ClusterK, 132), 128u);
-  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192ClusterK, 132), 32u);
-  a.splitK = 9;  // forced counts are clamped to 4
-  EXPECT_EQ(splitCount(a, TileConfig::T128x192ClusterK, 132), 4u);
-  a.splitK = 3, a.M = 4096;  // more tiles than clusters: 44 clusters of 3, persistent
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192ClusterK, 132), 132u);
-  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192ClusterK, 132), 44u);
-  a.K = 128, a.splitK = 4;  // two k-blocks: two parts at most
-  EXPECT_EQ(splitCount(a, TileConfig::T128x192ClusterK, 132), 2u);
-  a.K = 64, a.splitK = 0;  // one k-block: no split
-  EXPECT_EQ(splitCount(a, TileConfig::T128x192ClusterK, 132), 1u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192ClusterK, 132), 132u);
-  // Many tiles: whole waves of unsplit tiles cost less than clusters.
-  EXPECT_FALSE(isClusterKConfig(chooseConfig(4096, 6144, 12288, 132, true)));
-}
-
 TEST(GemmConfig, OverrideWins) {
   GemmArgs a = good();
   a.M = 4096, a.N = 6144, a.config = TileConfig::T128x128;

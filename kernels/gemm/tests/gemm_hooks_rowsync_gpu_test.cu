@@ -43,13 +43,5 @@ TEST(GemmGpuHooks, RowSyncPairClusters) {
                                          rowSyncPostsPerTile(TileConfig::T128x256Pair));
 }
 
-// Cluster K as a RowSync producer (the first block posts once the others
-// stored their slabs) and consumer (every block waits for its own k-range).
-TEST(GemmGpuHooks, RowSyncPairClusterK) {
-  REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192ClusterK, TileConfig::T128x192ClusterK, 2, 4,
-                                         rowSyncPostsPerTile(TileConfig::T128x192ClusterK));
-}
-
 }  // namespace
 }  // namespace gemm_test

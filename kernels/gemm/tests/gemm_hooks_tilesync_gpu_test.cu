@@ -37,11 +37,5 @@ TEST(GemmGpuHooks, TileSyncPairSplitKConsumerOnly) {
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x128, TileConfig::T64x128SplitK, 0, 3, 1);
 }
 
-TEST(GemmGpuHooks, TileSyncPairClusterK) {
-  REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192ClusterK, TileConfig::T128x192ClusterK, 3, 2, 1,
-                                          cusync::ReorderTileLoads);
-}
-
 }  // namespace
 }  // namespace gemm_test
