@@ -241,11 +241,12 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
   }
   // The 64-row split-K path (measured, NOTES.md v4): only where M fits one
   // 64-row band, where 128-row tiles waste half their rows and too few tiles
-  // exist to pull the weights at full bandwidth, and K has at least 24
-  // k-blocks (at K = 1024 it lost to 128x128: 1.45x against 1.31x cuBLAS).
-  // At M = 256 it lost on every shape (1.5-2.4x against 1.1-1.5x).
+  // exist to pull the weights at full bandwidth, and K has at least 16
+  // k-blocks. (At K = 1024 it lost to 128x128 until blocks took their first
+  // tile without a ticket: 1.45x against 1.31x cuBLAS in v4, 1.12x against
+  // 1.21x in v11.) At M = 256 it lost on every shape (1.5-2.4x against 1.1-1.5x).
   const int64_t kIters = cdiv(K, 64);
-  if (allowSplitK && M <= 64 && kIters >= 24) best = TileConfig::T64x128SplitK;
+  if (allowSplitK && M <= 64 && kIters >= 16) best = TileConfig::T64x128SplitK;
   return best;
 }
 
