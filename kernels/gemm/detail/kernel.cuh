@@ -253,11 +253,17 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   const bool staticFirst = kNoSyncStage && p.staticFirst;
   const uint32_t ticketBlocks = Pair ? gridDim.x / 2 : gridDim.x;
   // Tiles, Pair: the tile of ticket t (taken from the stage's counter).
+  // Static first tiles: a run takes numTiles tickets (the tiles past the
+  // ticket blocks, then one closing ticket per block) and the taker of the
+  // last resets the counter, so tickets stay below numTiles (32-bit, no
+  // division in the producer's 40 registers).
   auto tileOf = [&](unsigned long long t) {
     if (!staticFirst) return cusync::tileOfTicket(view, t);
+    const uint32_t t32 = static_cast<uint32_t>(t);
+    if (t32 == view.numTiles - 1) atomicExch(view.tickets, 0ull);
     cusync::TileWork w;
-    w.run = static_cast<uint32_t>(t / view.numTiles) + 1;
-    w.index = ticketBlocks + static_cast<uint32_t>(t % view.numTiles);
+    w.run = 1;
+    w.index = ticketBlocks + t32;
     w.valid = w.index < view.numTiles;
     if (w.valid) w.tile = cusync::protocol::tileAtPosition(view, w.index);
     return w;
@@ -544,6 +550,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         }
       }
       if (signaller) release(prevStage);
+      bool skipTicket = false;  // split K: this consumer does not take the tile's stage ticket
       if constexpr (Split) {
         if (NS > 1) {
           const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
@@ -553,6 +560,55 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           float4* const part = reinterpret_cast<float4*>(sp.partials);
           auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(tp * (NS - 1) + s) * 2 + cw) * (128 * R4); };
           cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[flag]);
+          // Two parts, all at once (every unit is some block's only one: no
+          // whole tiles first, no more units than blocks), NoSync: the parts
+          // share the fixup. Consumer cw of part cw owns its 64 rows and adds
+          // the other part's partial of them; the other consumer writes its
+          // partial for the other part. Each part writes and reads half a
+          // tile instead of one part writing it all and the other reading it
+          // all after (NOTES.md v11f). a + b rounds as b + a, so the result
+          // is bit-identical to the finisher's. A part waits only for a
+          // part that runs at the same time, so no wait can go around.
+          const bool shareFixup =
+              kNoSyncStage && NS == 2 && sp.dpTiles == 0 && sp.units <= gridDim.x;
+          if (shareFixup) {
+            if (static_cast<uint32_t>(cw) != u.split) {
+              float4* dst = slot(0);
+#pragma unroll
+              for (int r = 0; r < R4; ++r)
+                __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+              asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+              if (t == 0) {
+                cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+                fl.fetch_add(1u, cuda::memory_order_release);
+              }
+              // The tile's one stage ticket (without static first tiles) is
+              // taken by the last part, whichever consumer stores.
+              if (u.split + 1 == NS && threadIdx.x == 128 && !staticFirst) (void)cusync::tileElected(view);
+              continue;
+            }
+            if (t == 0) {
+              while (fl.load(cuda::memory_order_acquire) < 1u) __nanosleep(32);
+              fl.store(0u, cuda::memory_order_relaxed);
+            }
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            const float4* src = slot(0) + t;
+            constexpr int kBatch = R4 <= 24 ? R4 : 16;
+#pragma unroll
+            for (int r0 = 0; r0 < R4; r0 += kBatch) {
+              float4 v[kBatch];
+#pragma unroll
+              for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+#pragma unroll
+              for (int i = 0; i < kBatch; ++i) {
+                acc[4 * (r0 + i)] += v[i].x;
+                acc[4 * (r0 + i) + 1] += v[i].y;
+                acc[4 * (r0 + i) + 2] += v[i].z;
+                acc[4 * (r0 + i) + 3] += v[i].w;
+              }
+            }
+            skipTicket = true;  // the other part's storing consumer took it
+          } else {
           if (u.split + 1 < NS) {
             float4* dst = slot(u.split);
 #pragma unroll
@@ -593,6 +649,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               }
             }
           }
+          }
         }
       }
       epilogue<T, WN, E, R::kEpiBufs>(
@@ -601,7 +658,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
       if constexpr (Split) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
-        if (threadIdx.x == 128 && !staticFirst) (void)cusync::tileElected(view);
+        if (threadIdx.x == 128 && !staticFirst && !skipTicket) (void)cusync::tileElected(view);
       }
       if constexpr (!cusync::policy::isNoSync<Out>) {
         epilogueStoresDone();  // the tile's TMA stores have written C before anyone posts it
