@@ -323,7 +323,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         first = splitUnit(start, blockIdx.x);
       } else if (rank == 0) {
         first.w.run = 1;
-        first.w.index = ticketBlocks == gridDim.x ? blockIdx.x : blockIdx.x / 2;
+        first.w.index = Pair ? blockIdx.x / 2 : blockIdx.x;  // a pair's first block takes the tickets
         first.w.valid = first.w.index < view.numTiles;
         if (first.w.valid) first.w.tile = cusync::protocol::tileAtPosition(view, first.w.index);
       }
@@ -609,46 +609,46 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             }
             skipTicket = true;  // the other part's storing consumer took it
           } else {
-          if (u.split + 1 < NS) {
-            float4* dst = slot(u.split);
+            if (u.split + 1 < NS) {
+              float4* dst = slot(u.split);
 #pragma unroll
-            for (int r = 0; r < R4; ++r)
-              __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
-            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-            if (t == 0) {
-              cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-              fl.fetch_add(1u, cuda::memory_order_release);
+              for (int r = 0; r < R4; ++r)
+                __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+              asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+              if (t == 0) {
+                cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+                fl.fetch_add(1u, cuda::memory_order_release);
+              }
+              continue;  // the last split of this tile finishes it
             }
-            continue;  // the last split of this tile finishes it
-          }
-          if (t == 0) {
-            while (fl.load(cuda::memory_order_acquire) < NS - 1) __nanosleep(64);
-            fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
-          }
-          asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-          // Add the partials in split order (a fixed order: runs are bit-identical).
-          // A whole batch of loads goes out before any of its adds, so the
-          // finisher waits one L2 round trip per batch, not per load: reading
-          // the partials is latency-bound and was most of a split's cost
-          // (NOTES.md v8). Batches as large as the registers beside acc allow.
-          constexpr int kBatch = R4 <= 24 ? R4 : 16;
-          static_assert(R4 % kBatch == 0, "partials are added in whole batches");
-          for (uint32_t s = 0; s + 1 < NS; ++s) {
-            const float4* src = slot(s) + t;
+            if (t == 0) {
+              while (fl.load(cuda::memory_order_acquire) < NS - 1) __nanosleep(64);
+              fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
+            }
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            // Add the partials in split order (a fixed order: runs are bit-identical).
+            // A whole batch of loads goes out before any of its adds, so the
+            // finisher waits one L2 round trip per batch, not per load: reading
+            // the partials is latency-bound and was most of a split's cost
+            // (NOTES.md v8). Batches as large as the registers beside acc allow.
+            constexpr int kBatch = R4 <= 24 ? R4 : 16;
+            static_assert(R4 % kBatch == 0, "partials are added in whole batches");
+            for (uint32_t s = 0; s + 1 < NS; ++s) {
+              const float4* src = slot(s) + t;
 #pragma unroll
-            for (int r0 = 0; r0 < R4; r0 += kBatch) {
-              float4 v[kBatch];
+              for (int r0 = 0; r0 < R4; r0 += kBatch) {
+                float4 v[kBatch];
 #pragma unroll
-              for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+                for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
 #pragma unroll
-              for (int i = 0; i < kBatch; ++i) {
-                acc[4 * (r0 + i)] += v[i].x;
-                acc[4 * (r0 + i) + 1] += v[i].y;
-                acc[4 * (r0 + i) + 2] += v[i].z;
-                acc[4 * (r0 + i) + 3] += v[i].w;
+                for (int i = 0; i < kBatch; ++i) {
+                  acc[4 * (r0 + i)] += v[i].x;
+                  acc[4 * (r0 + i) + 1] += v[i].y;
+                  acc[4 * (r0 + i) + 2] += v[i].z;
+                  acc[4 * (r0 + i) + 3] += v[i].w;
+                }
               }
             }
-          }
           }
         }
       }
