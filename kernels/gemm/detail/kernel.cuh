@@ -199,6 +199,47 @@ __device__ __forceinline__ void clusterSync() {
 // Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
+// Split K: a consumer warpgroup's fp32 partial (thread t of 128 holds R4
+// float4 of the fragment) goes to dst in fragment order; then, once the
+// whole warpgroup's stores are in, one release add on its flag.
+template <int R4>
+__device__ __forceinline__ void writePartial(const float (&acc)[4 * R4], float4* dst, int cw, uint32_t* flag) {
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int r = 0; r < R4; ++r)
+    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+  if (t == 0) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+
+// Split K: adds a partial written by writePartial() into acc. A whole batch
+// of loads goes out before any of its adds, so the reader waits one L2 round
+// trip per batch, not per load: reading the partials is latency-bound and was
+// most of a split's cost (NOTES.md v8). Batches as large as the registers
+// beside acc allow.
+template <int R4>
+__device__ __forceinline__ void addPartial(float (&acc)[4 * R4], const float4* src) {
+  constexpr int kBatch = R4 <= 24 ? R4 : 16;
+  static_assert(R4 % kBatch == 0, "partials are added in whole batches");
+  src += threadIdx.x % 128;
+#pragma unroll
+  for (int r0 = 0; r0 < R4; r0 += kBatch) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      acc[4 * (r0 + i)] += v[i].x;
+      acc[4 * (r0 + i) + 1] += v[i].y;
+      acc[4 * (r0 + i) + 2] += v[i].z;
+      acc[4 * (r0 + i) + 3] += v[i].w;
+    }
+  }
+}
+
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
 //
@@ -573,15 +614,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               kNoSyncStage && NS == 2 && sp.dpTiles == 0 && sp.units <= gridDim.x;
           if (shareFixup) {
             if (static_cast<uint32_t>(cw) != u.split) {
-              float4* dst = slot(0);
-#pragma unroll
-              for (int r = 0; r < R4; ++r)
-                __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
-              asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-              if (t == 0) {
-                cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-                fl.fetch_add(1u, cuda::memory_order_release);
-              }
+              writePartial<R4>(acc, slot(0), cw, &sp.flags[flag]);
               // The tile's one stage ticket (without static first tiles) is
               // taken by the last part, whichever consumer stores.
               if (u.split + 1 == NS && threadIdx.x == 128 && !staticFirst) (void)cusync::tileElected(view);
@@ -592,33 +625,11 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               fl.store(0u, cuda::memory_order_relaxed);
             }
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-            const float4* src = slot(0) + t;
-            constexpr int kBatch = R4 <= 24 ? R4 : 16;
-#pragma unroll
-            for (int r0 = 0; r0 < R4; r0 += kBatch) {
-              float4 v[kBatch];
-#pragma unroll
-              for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
-#pragma unroll
-              for (int i = 0; i < kBatch; ++i) {
-                acc[4 * (r0 + i)] += v[i].x;
-                acc[4 * (r0 + i) + 1] += v[i].y;
-                acc[4 * (r0 + i) + 2] += v[i].z;
-                acc[4 * (r0 + i) + 3] += v[i].w;
-              }
-            }
+            addPartial<R4>(acc, slot(0));
             skipTicket = true;  // the other part's storing consumer took it
           } else {
             if (u.split + 1 < NS) {
-              float4* dst = slot(u.split);
-#pragma unroll
-              for (int r = 0; r < R4; ++r)
-                __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
-              asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-              if (t == 0) {
-                cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-                fl.fetch_add(1u, cuda::memory_order_release);
-              }
+              writePartial<R4>(acc, slot(u.split), cw, &sp.flags[flag]);
               continue;  // the last split of this tile finishes it
             }
             if (t == 0) {
@@ -627,28 +638,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             }
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
             // Add the partials in split order (a fixed order: runs are bit-identical).
-            // A whole batch of loads goes out before any of its adds, so the
-            // finisher waits one L2 round trip per batch, not per load: reading
-            // the partials is latency-bound and was most of a split's cost
-            // (NOTES.md v8). Batches as large as the registers beside acc allow.
-            constexpr int kBatch = R4 <= 24 ? R4 : 16;
-            static_assert(R4 % kBatch == 0, "partials are added in whole batches");
-            for (uint32_t s = 0; s + 1 < NS; ++s) {
-              const float4* src = slot(s) + t;
-#pragma unroll
-              for (int r0 = 0; r0 < R4; r0 += kBatch) {
-                float4 v[kBatch];
-#pragma unroll
-                for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
-#pragma unroll
-                for (int i = 0; i < kBatch; ++i) {
-                  acc[4 * (r0 + i)] += v[i].x;
-                  acc[4 * (r0 + i) + 1] += v[i].y;
-                  acc[4 * (r0 + i) + 2] += v[i].z;
-                  acc[4 * (r0 + i) + 3] += v[i].w;
-                }
-              }
-            }
+            for (uint32_t s = 0; s + 1 < NS; ++s) addPartial<R4>(acc, slot(s));
           }
         }
       }
