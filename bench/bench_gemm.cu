@@ -166,7 +166,8 @@ int benchGemm(int argc, char** argv) {
           "                 128x192-pair, 128x256-pair\n"
           "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n"
           "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"
-          "                 gap before the next tile (medians, from GemmArgs::trace)\n");
+          "                 gap before the next tile (medians, from GemmArgs::trace), and the launch's start:\n"
+          "                 block start to its first ticket and to its first MMA\n");
       return 0;
     } else if (a == "--m") {
       ms.clear();
@@ -334,7 +335,9 @@ int benchGemm(int argc, char** argv) {
         std::vector<double> mma, epi, gap;
         std::vector<std::vector<const TileTrace*>> bySm(prop.multiProcessorCount);
         unsigned long long t0 = ~0ull, t1 = 0, tIn = ~0ull, tOut = 0;
-        std::vector<double> toTicket, toMma, setup;  // a block's first tile: entry to its ticket decoded, then to its first MMA
+        // A block's first tile (the one whose record has setupNs): entry to its
+        // ticket decoded, then to its first MMA.
+        std::vector<double> toTicket, toMma, setup;
         for (const TileTrace& t : tr) {
           if (t.end == 0 || t.mmaStart == 0 || t.sm >= bySm.size()) continue;
           mma.push_back(t.mmaNs / 1e3);
@@ -342,8 +345,7 @@ int benchGemm(int argc, char** argv) {
           bySm[t.sm].push_back(&t);
           t0 = std::min(t0, t.mmaStart), t1 = std::max(t1, t.end);
           if (t.blockEntry != 0) tIn = std::min(tIn, t.blockEntry);
-          if (t.blockEntry != 0 && t.start != 0 && t.start - t.blockEntry < 4000 && t.start >= t.blockEntry &&
-              t.mmaStart >= t.start)
+          if (t.setupNs != 0 && t.blockEntry != 0 && t.start >= t.blockEntry && t.mmaStart >= t.start)
             toTicket.push_back((t.start - t.blockEntry) / 1e3), toMma.push_back((t.mmaStart - t.start) / 1e3),
                 setup.push_back(t.setupNs / 1e3);
           if (t.blockExit != 0) tOut = std::max(tOut, t.blockExit);

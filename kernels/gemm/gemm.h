@@ -110,7 +110,7 @@ struct TileTrace {
   unsigned int sm;             // SM of the block that finished the tile
   unsigned long long mmaStart;  // the consumers had the tile's first k-block (split K: the finishing part)
   unsigned int mmaNs;          // from mmaStart until the last MMA completed; end - mmaStart - mmaNs is the epilogue
-  unsigned int setupNs;         // the block's start until its first ticket was taken (set-up, grid wait, atomic)
+  unsigned int setupNs;         // set in the block's first tile only: its start until its first ticket (set-up, grid wait, atomic)
   unsigned long long blockEntry;  // the block that finished the tile started (its first instruction)
   unsigned long long blockExit;   // set in the block's last tile only: the block is about to exit
 };
