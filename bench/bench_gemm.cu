@@ -163,7 +163,7 @@ int benchGemm(int argc, char** argv) {
           "                 llama-qkv,llama-wo)\n"
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
           "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
-          "                 128x192-pair, 128x256-pair\n"
+          "                 128x192-pair, 128x256-pair, 128x192-stream, 128x256-stream\n"
           "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n"
           "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"
           "                 gap before the next tile (medians, from GemmArgs::trace), and the launch's start:\n"
@@ -258,9 +258,13 @@ int benchGemm(int argc, char** argv) {
       g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK;
       // Split counts only vary the split configurations (auto may resolve to one).
       if (splitK != splits.front() && cfg != TileConfig::Auto && !isSplitConfig(cfg)) continue;
-      const TileConfig used = resolveConfig(g, prop.multiProcessorCount);
-      // Split configurations print their tile and split count: 64x128/s2, 128x192/t3.
+      const TileConfig used = resolveNoSyncConfig(g, prop.multiProcessorCount);
+      // Split configurations print their tile and split count: 64x128/s2, 128x192/t3;
+      // stream configurations their group count: 128x192/g33.
       std::string usedName = toString(used);
+      if (isStreamConfig(used))
+        usedName = "128x" + std::to_string(tileShape(used).bn) + "/g" +
+                   std::to_string(streamGroups(g, used, prop.multiProcessorCount));
       if (isSplitConfig(used)) {
         const TileShape ts = tileShape(used);
         usedName = std::to_string(ts.bm) + "x" + std::to_string(ts.bn) + (isTailSplitConfig(used) ? "/t" : "/s") +

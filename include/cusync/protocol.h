@@ -55,6 +55,16 @@ CUSYNC_HD Dim3 tileAtPosition(const V& v, uint32_t index) {
   return v.orderGroup > 0 ? groupedTile(index, v.shape.grid, v.orderGroup) : v.order[index];
 }
 
+// The tile of the index-th ticket in a persistent launch: row-major where the
+// stage has no order table or avoids it (AvoidCustomOrder), else the stage
+// order. Kernels that count tiles themselves (split units, static first
+// tiles) decode them with this too, so they walk the order tickets walk.
+template <class V>
+CUSYNC_HD Dim3 persistentTile(const V& v, uint32_t index) {
+  const bool hardwareOrder = (v.opts & AvoidCustomOrder) || v.order == nullptr;
+  return hardwareOrder ? rowMajorTile(index, v.shape.grid) : tileAtPosition(v, index);
+}
+
 // The tile of ticket t; blockLinear is the block's own index, used with
 // AvoidCustomOrder in non-persistent launches.
 template <class B, class V>
@@ -64,13 +74,11 @@ CUSYNC_HD TileWork decodeTicket(const V& v, unsigned long long t, uint32_t block
   w.index = static_cast<uint32_t>(t % v.ticketsPerRun);
   w.valid = w.index < v.numTiles;
   if (!w.valid) return w;
+  // A non-persistent launch (one block per tile) in hardware order runs the
+  // tile of its own block index.
   const bool hardwareOrder = (v.opts & AvoidCustomOrder) || v.order == nullptr;
-  if (hardwareOrder) {
-    const bool persistent = v.ticketsPerRun != v.numTiles;
-    w.tile = rowMajorTile(persistent ? w.index : blockLinear, v.shape.grid);
-  } else {
-    w.tile = tileAtPosition(v, w.index);
-  }
+  const bool persistent = v.ticketsPerRun != v.numTiles;
+  w.tile = hardwareOrder && !persistent ? rowMajorTile(blockLinear, v.shape.grid) : persistentTile(v, w.index);
   if (w.index == 0 && v.started != nullptr) B::storeRelease(v.started, w.run);
   return w;
 }

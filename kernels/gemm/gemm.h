@@ -68,6 +68,18 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   On the H100 (kernels/gemm/NOTES.md v9) 128x256 pairs ran 1-1.5% faster
 //   than single blocks where K is long, and slower at short K; the full
 //   heuristic picks T128x256Pair there. 128x192 pairs showed no gain.
+//   T128x192Stream, T128x256Stream: 128x192 (128x256) tiles, the work cut
+//   evenly by k-blocks instead of by tiles, so that few tiles still fill
+//   every SM. The blocks form groups of one block per 128-row band; the
+//   tiles' k-blocks are laid out column by column, and group g computes the
+//   g-th of G equal ranges of that sequence, each block in its own band, so
+//   the blocks of a group read the same B k-blocks at the same time (B is
+//   fetched once). A tile cut between groups is finished by the part holding
+//   its first k-block, at the end of its group's range, which adds the
+//   later groups' fp32 partials in group order (deterministic). Only for
+//   gemm() without a stage (every block is started without tickets); the
+//   NoSync heuristic (resolveNoSyncConfig) picks it where its cost model
+//   wins. Workspace: blocks x 96 (128) KiB.
 enum class TileConfig {
   Auto,
   T128x128,
@@ -78,7 +90,9 @@ enum class TileConfig {
   T128x192,
   T128x192SplitTail,
   T128x192Pair,
-  T128x256Pair
+  T128x256Pair,
+  T128x192Stream,
+  T128x256Stream
 };
 
 // Every configuration but Auto, for lists and tests.
@@ -86,7 +100,8 @@ constexpr TileConfig kAllTileConfigs[] = {TileConfig::T128x128,          TileCon
                                           TileConfig::T128x256,          TileConfig::T128x192SplitTail,
                                           TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK,
                                           TileConfig::T64x256SplitK,     TileConfig::T128x192Pair,
-                                          TileConfig::T128x256Pair};
+                                          TileConfig::T128x256Pair,      TileConfig::T128x192Stream,
+                                          TileConfig::T128x256Stream};
 
 // Whether c splits the K loop of some tiles (a split-K workspace is used).
 constexpr bool isSplitConfig(TileConfig c) {
@@ -95,6 +110,8 @@ constexpr bool isSplitConfig(TileConfig c) {
 }
 // Whether c launches clusters of two blocks per stage tile (B multicast).
 constexpr bool isPairConfig(TileConfig c) { return c == TileConfig::T128x192Pair || c == TileConfig::T128x256Pair; }
+// Whether c is a stream configuration (gemm() without a stage only).
+constexpr bool isStreamConfig(TileConfig c) { return c == TileConfig::T128x192Stream || c == TileConfig::T128x256Stream; }
 constexpr bool isTailSplitConfig(TileConfig c) {
   return c == TileConfig::T128x256SplitTail || c == TileConfig::T128x192SplitTail;
 }
@@ -102,15 +119,17 @@ constexpr bool isTailSplitConfig(TileConfig c) {
 // One tile's timeline, written when GemmArgs::trace is set (for analysis of
 // pipelines: tail length, time spent waiting, overlap). Times are the GPU's
 // global timer in ns. A tile cut by split K is recorded by the
-// part that starts at k = 0 (start, waits) and the block that finishes it (end).
+// part that starts at k = 0 (start, waits) and the part whose consumer
+// stores its first 64 rows (mmaStart, mmaNs, end): the finishing part, or
+// part 0 where two parts share the fixup.
 struct TileTrace {
   unsigned long long start;    // the producer thread took the tile
   unsigned long long end;      // stores issued and the tile posted
   unsigned int waitNs;         // spent in cusync waits before the tile's A loads
   unsigned int sm;             // SM of the block that finished the tile
-  unsigned long long mmaStart;  // the consumers had the tile's first k-block (split K: the finishing part)
+  unsigned long long mmaStart;  // the consumers had the tile's first k-block (split K: the part that stores rows 0-63)
   unsigned int mmaNs;          // from mmaStart until the last MMA completed; end - mmaStart - mmaNs is the epilogue
-  unsigned int setupNs;         // set in the block's first tile only: its start until its first ticket (set-up, grid wait, atomic)
+  unsigned int setupNs;         // set in the block's first unit only, if it starts at k = 0: its start until its first ticket
   unsigned long long blockEntry;  // the block that finished the tile started (its first instruction)
   unsigned long long blockExit;   // set in the block's last tile only: the block is about to exit
 };
@@ -169,8 +188,16 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c);
 // configuration this build does not implement. Pure host code, no GPU.
 void checkArgs(const GemmArgs& a);
 
-// The configuration a launch of `a` uses (Auto resolved with numSMs).
+// The configuration a launch of `a` through a stage uses (Auto resolved with
+// numSMs by chooseConfig(..., true); never a stream configuration).
 TileConfig resolveConfig(const GemmArgs& a, int numSMs);
+// The configuration gemm(a, stream) uses: as resolveConfig, but Auto may
+// also resolve to a stream configuration where its cost model wins (not
+// with the environment variable CUSYNC_GEMM_STREAM=0).
+TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs);
+// Groups of a stream launch: one block per 128-row band in each, as many
+// groups as fit the SMs (at least one, at most the tiles' k-blocks).
+uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs);
 
 // Stage geometry for a launch with configuration c (resolved): grid x over N
 // tiles, y over M tiles; tile = {BN, BM, BK}. Create the cusync::Stage with these.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <tuple>
@@ -33,6 +34,8 @@ const char* toString(TileConfig c) {
     case TileConfig::T128x256SplitTail: return "128x256-splittail";
     case TileConfig::T64x128SplitK: return "64x128-splitk";
     case TileConfig::T64x256SplitK: return "64x256-splitk";
+    case TileConfig::T128x192Stream: return "128x192-stream";
+    case TileConfig::T128x256Stream: return "128x256-stream";
   }
   return "?";
 }
@@ -59,6 +62,8 @@ TileShape tileShape(TileConfig c) {
     case TileConfig::T128x256SplitTail: return {128, 256, 64};
     case TileConfig::T64x128SplitK: return {64, 128, 64};
     case TileConfig::T64x256SplitK: return {64, 256, 64};
+    case TileConfig::T128x192Stream: return {128, 192, 64};
+    case TileConfig::T128x256Stream: return {128, 256, 64};
     case TileConfig::Auto: break;
   }
   bad("tileShape: configuration 'auto' has no shape; resolve it first");
@@ -104,6 +109,11 @@ constexpr double kTileOverhead = 2.5;
 // each other's slot releases).
 constexpr double kPairRate = 0.975;
 constexpr double kPairTileOverhead = kTileOverhead + 2.0;
+// Stream: a cut tile's partial written by one block and read by another, in
+// k-block steps (~2.7 us at 128x256; the shared two-part fixup measured
+// 4.2 us including the epilogue, NOTES.md v11f).
+constexpr double kStreamFixup = 4.0;
+constexpr double kStreamMargin = 0.97;
 double stepCost(uint32_t bn) {
   const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
@@ -153,6 +163,34 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
 }
 }  // namespace
 
+namespace {
+// Stream launches (T128x192Stream, T128x256Stream): G groups of one block per
+// 128-row band, so G x bands <= SMs, and no more groups than k-blocks of work.
+int64_t streamGroupCount(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+  const int64_t bands = cdiv(M, 128);
+  const int64_t work = cdiv(N, bn) * cdiv(std::max<int64_t>(K, 1), 64);
+  return std::max<int64_t>(1, std::min<int64_t>(numSMs / bands, work));
+}
+
+// A stream block computes an even share of the k-blocks (ceil(work / G)),
+// pays the tile overhead per tile it touches, and about one partial's write
+// or read (a cut tile is written by one part and read by the other).
+double streamCost(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
+  const int64_t G = streamGroupCount(M, N, K, numSMs, bn);
+  const int64_t share = cdiv(cdiv(N, bn) * kIters, G);
+  const double tilesTouched = static_cast<double>(cdiv(share, kIters) + 1);
+  const bool cut = share % kIters != 0 || G > 1;
+  return static_cast<double>(share) * stepCost(bn) + tilesTouched * kTileOverhead +
+         (cut ? kStreamFixup * static_cast<double>(bn) / 256.0 : 0.0);
+}
+}  // namespace
+
+uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs) {
+  if (!isStreamConfig(c)) return 0;
+  return static_cast<uint32_t>(streamGroupCount(a.M, a.N, a.K, numSMs, tileShape(c).bn));
+}
+
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
   if (isTailSplitConfig(c)) return tailPlan(a.M, a.N, a.K, numSMs, a.splitK, tileShape(c).bn).splits;
   if (c != TileConfig::T64x128SplitK && c != TileConfig::T64x256SplitK) return 1;
@@ -176,6 +214,7 @@ uint32_t splitDataParallelTiles(const GemmArgs& a, TileConfig c, int numSMs) {
 uint32_t persistentBlocks(const GemmArgs& a, TileConfig c, int numSMs) {
   const uint64_t tiles = stageGrid(a, c).count();
   if (isPairConfig(c)) return 2 * static_cast<uint32_t>(std::min<uint64_t>(tiles, std::max(1, numSMs / 2)));
+  if (isStreamConfig(c)) return streamGroups(a, c, numSMs) * stageGrid(a, c).y;
   const uint64_t dp = splitDataParallelTiles(a, c, numSMs);
   const uint64_t units = dp + (tiles - dp) * splitCount(a, c, numSMs);
   return static_cast<uint32_t>(std::min<uint64_t>(units, static_cast<uint64_t>(numSMs)));
@@ -193,6 +232,7 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
   if (c == TileConfig::Auto) bad("estimatedCost: resolve 'auto' first");
   const TileShape t = tileShape(c);
   if (isTailSplitConfig(c)) return tailPlan(M, N, std::max<int64_t>(K, 1), numSMs, 0, t.bn).cost;
+  if (isStreamConfig(c)) return streamCost(M, N, K, numSMs, t.bn);
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (isPairConfig(c)) {
     // Two 128-row tiles per cluster, a cluster per two SMs, B at half the L2 traffic.
@@ -273,6 +313,25 @@ void checkArgs(const GemmArgs& a) {
 
 TileConfig resolveConfig(const GemmArgs& a, int numSMs) {
   return a.config == TileConfig::Auto ? chooseConfig(a.M, a.N, a.K, numSMs, /*allowSplitK=*/true) : a.config;
+}
+
+TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
+  // CUSYNC_GEMM_STREAM=0: Auto never picks a stream configuration (for A/B runs).
+  static const bool streamOff = [] {
+    const char* e = std::getenv("CUSYNC_GEMM_STREAM");
+    return e != nullptr && std::string(e) == "0";
+  }();
+  const TileConfig c = resolveConfig(a, numSMs);
+  if (a.config != TileConfig::Auto || c == TileConfig::T64x128SplitK || streamOff) return c;
+  // A stream launch must win clearly: its model leaves out how unevenly the
+  // groups' parts finish.
+  TileConfig best = c;
+  double bestCost = estimatedCost(a.M, a.N, a.K, numSMs, c) * kStreamMargin;
+  for (TileConfig s : {TileConfig::T128x256Stream, TileConfig::T128x192Stream}) {
+    const double cost = estimatedCost(a.M, a.N, a.K, numSMs, s);
+    if (cost < bestCost) best = s, bestCost = cost;
+  }
+  return best;
 }
 
 cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c) {

@@ -22,7 +22,7 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                         "the Hopper GEMM needs compute capability 9.0; device " + std::to_string(d.device) + " is " +
                             std::to_string(d.major) + "." + std::to_string(d.minor));
-  const TileConfig c = resolveConfig(a, d.sms);
+  const TileConfig c = resolveNoSyncConfig(a, d.sms);
   const cusync::Dim3 grid = stageGrid(a, c);
   const cusync::Dim3 tile = stageTile(c);
   const uint32_t blocks = persistentBlocks(a, c, d.sms);

@@ -23,6 +23,7 @@
 #include "cusync/tile_order.h"
 #include "kernels/gemm/detail/arch.cuh"
 #include "kernels/gemm/detail/epilogue.cuh"
+#include "kernels/gemm/detail/stream_plan.h"
 #include "kernels/gemm/detail/wgmma_ops.cuh"
 #include "kernels/gemm/gemm.h"
 
@@ -57,7 +58,16 @@ struct UnitWork {
 //            from L2 once per pair instead of once per block (a third less L2
 //            -> SM traffic for 128x256). The first block takes the tickets and
 //            hands each tile to the second through shared memory.
-enum class Sched { Tiles, SplitK, Pair };
+//   Stream:  no tickets (gemm()'s NoSync stages only): the tiles' k-blocks
+//            laid out column by column, cut into G equal ranges, one per
+//            group of blocks; a group has one block per 128-row band, so its
+//            blocks walk the same B k-blocks at once. A block's range may
+//            start inside a tile (that part writes an fp32 partial) and end
+//            inside one (that part, holding the tile's first k-block, adds
+//            the later groups' partials and stores the tile). A finisher
+//            waits only for other blocks' first units, which wait for
+//            nothing, so no wait can go around (all blocks are resident).
+enum class Sched { Tiles, SplitK, Pair, Stream };
 
 // Split-K state in device memory (kernels/gemm/gemm_host.cpp allocates it per stage).
 struct SplitParams {
@@ -66,6 +76,7 @@ struct SplitParams {
   float* partials = nullptr;              // [split tile][split < S - 1][warpgroup][fragment] fp32
   uint32_t splits = 1, units = 0, unitsPerRun = 0;
   uint32_t dpTiles = 0;                   // leading tiles computed whole
+  uint32_t streamGroups = 0;              // Stream: groups of blocks (flags and partials per block)
 };
 
 // Shared memory of a block: the ring of k-block slots (A then B), its full
@@ -199,6 +210,27 @@ __device__ __forceinline__ void clusterSync() {
 // Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
+// A per-run ticket counter (the stage's, or split K's unit counter): the
+// taker of the run's last ticket (t == perRun - 1) resets it for the next
+// run. Every ticket of a run is taken before the next run starts (a launch
+// waits for the previous one on the stream), so the reset races with nothing.
+__device__ __forceinline__ void resetAfterLast(unsigned long long* counter, unsigned long long t,
+                                               unsigned long long perRun) {
+  if (t == perRun - 1) atomicExch(counter, 0ull);
+}
+
+// Split K: waits (thread 0 of the consumer warpgroup cw) until n partials of
+// its rows are written (writePartial), resets the flag for the next run, then
+// lets the warpgroup read them.
+__device__ __forceinline__ void awaitPartials(uint32_t* flag, uint32_t n, int cw) {
+  if (threadIdx.x % 128 == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(*flag);
+    while (fl.load(cuda::memory_order_acquire) < n) __nanosleep(32);
+    fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+}
+
 // Split K: a consumer warpgroup's fp32 partial (thread t of 128 holds R4
 // float4 of the fragment) goes to dst in fragment order; then, once the
 // whole warpgroup's stores are in, one release add on its flag.
@@ -262,6 +294,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   static_assert(BM == 128 || BM == 64, "BM");
   static_assert(BM == 128 || Sc == Sched::SplitK, "64-row tiles go with split K");
   constexpr bool Split = Sc == Sched::SplitK;
+  constexpr bool Stream = Sc == Sched::Stream;
   constexpr bool Pair = Sc == Sched::Pair;
   constexpr int kRowsPerTile = Pair ? 2 * BM : BM;  // stage tile rows
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
@@ -291,6 +324,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   // with a policy need the run numbers that tickets carry, so they take
   // every tile by ticket.
   constexpr bool kNoSyncStage = cusync::policy::isNoSync<In> && cusync::policy::isNoSync<Out>;
+  static_assert(!Stream || kNoSyncStage, "stream blocks take no tickets: NoSync stages only");
   const bool staticFirst = kNoSyncStage && p.staticFirst;
   const uint32_t ticketBlocks = Pair ? gridDim.x / 2 : gridDim.x;
   // Tiles, Pair: the tile of ticket t (taken from the stage's counter).
@@ -300,13 +334,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   // division in the producer's 40 registers).
   auto tileOf = [&](unsigned long long t) {
     if (!staticFirst) return cusync::tileOfTicket(view, t);
-    const uint32_t t32 = static_cast<uint32_t>(t);
-    if (t32 == view.numTiles - 1) atomicExch(view.tickets, 0ull);
+    resetAfterLast(view.tickets, t, view.numTiles);
     cusync::TileWork w;
     w.run = 1;
-    w.index = ticketBlocks + t32;
+    w.index = ticketBlocks + static_cast<uint32_t>(t);
     w.valid = w.index < view.numTiles;
-    if (w.valid) w.tile = cusync::protocol::tileAtPosition(view, w.index);
+    if (w.valid) w.tile = cusync::protocol::persistentTile(view, w.index);
     return w;
   };
 
@@ -329,10 +362,28 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       u.pos = t < dp ? q : dp + q % R;
       u.split = t < dp ? 0u : q / R;
       u.w.index = u.pos;
-      const bool hw = (view.opts & cusync::AvoidCustomOrder) || view.order == nullptr;
-      u.w.tile = hw ? cusync::rowMajorTile(u.pos, view.shape.grid) : cusync::protocol::tileAtPosition(view, u.pos);
+      u.w.tile = cusync::protocol::persistentTile(view, u.pos);
       u.kb0 = static_cast<int32_t>(u.split * static_cast<uint32_t>(kIters) / S);
       u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters) / S);
+    }
+    return u;
+  };
+
+  // Stream: this block's band and its group's range [streamPos, streamEnd)
+  // of the (column, k-block) sequence; the unit at position x of it.
+  const uint32_t bands = view.shape.grid.y;
+  uint32_t streamPos = 0, streamEnd = 0;
+  auto streamUnit = [&](uint32_t x) {
+    UnitWork u;
+    u.w.run = 1;
+    u.w.valid = x < streamEnd;
+    if (u.w.valid) {
+      const uint32_t c = x / static_cast<uint32_t>(kIters);
+      u.kb0 = static_cast<int32_t>(x - c * static_cast<uint32_t>(kIters));
+      u.kb1 = u.kb0 + static_cast<int32_t>(min(static_cast<uint32_t>(kIters - u.kb0), streamEnd - x));
+      u.w.tile = cusync::Dim3(c, blockIdx.x % bands, 1);
+      u.w.index = u.w.tile.y * view.shape.grid.x + c;
+      u.pos = u.w.index;
     }
     return u;
   };
@@ -350,28 +401,33 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   // run's last unit ticket resets.
   auto nextSplitUnit = [&] {
     const unsigned long long t = atomicAdd(sp.counter, 1ull);
-    const unsigned long long perRun = staticFirst ? sp.units : sp.unitsPerRun;
-    if (t == perRun - 1) atomicExch(sp.counter, 0ull);
+    resetAfterLast(sp.counter, t, staticFirst ? sp.units : sp.unitsPerRun);
     return splitUnit(start, staticFirst ? gridDim.x + t : t);
   };
   auto takeFirst = [&] {
     if (p.trace != nullptr) tTicket = globalTimer();
-    if (staticFirst) {
+    if (staticFirst || Stream) {
       // No CCCL wrapper for griddepcontrol; the ticket path triggers dependents in tileElected().
       asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-      if constexpr (Split) {
+      if constexpr (Stream) {
+        const uint64_t kbTotal = static_cast<uint64_t>(view.shape.grid.x) * static_cast<uint64_t>(kIters);
+        const uint32_t g = blockIdx.x / bands;
+        streamPos = streamBegin(g, sp.streamGroups, kbTotal);
+        streamEnd = streamBegin(g + 1, sp.streamGroups, kbTotal);
+        first = streamUnit(streamPos);
+      } else if constexpr (Split) {
         start.run = 1;
         first = splitUnit(start, blockIdx.x);
       } else if (rank == 0) {
         first.w.run = 1;
         first.w.index = Pair ? blockIdx.x / 2 : blockIdx.x;  // a pair's first block takes the tickets
         first.w.valid = first.w.index < view.numTiles;
-        if (first.w.valid) first.w.tile = cusync::protocol::tileAtPosition(view, first.w.index);
+        if (first.w.valid) first.w.tile = cusync::protocol::persistentTile(view, first.w.index);
       }
     } else if constexpr (Split) {
       const unsigned long long t = atomicAdd(sp.counter, 1ull);  // both atomics in flight at once
       start = cusync::tileElected(view);
-      if (t == sp.unitsPerRun - 1) atomicExch(sp.counter, 0ull);
+      resetAfterLast(sp.counter, t, sp.unitsPerRun);
       first = splitUnit(start, t);
     } else if (rank == 0) {
       first.w = cusync::tileElected(view);
@@ -429,6 +485,9 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         UnitWork u;
         if constexpr (Split) {
           u = haveFirst ? first : nextSplitUnit();
+        } else if constexpr (Stream) {
+          u = haveFirst ? first : streamUnit(streamPos);
+          streamPos += static_cast<uint32_t>(u.kb1 - u.kb0);
         } else {
           // The ticket was taken kTicketLead loads before the previous
           // tile's last one (below), so its atomic ran while this thread
@@ -469,7 +528,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
         for (int kb = u.kb0; kb < u.kb1; ++kb) {
           if (kb > u.kb0) waitEmpty(stage, phase);
-          if constexpr (!Split) {
+          if constexpr (!Split && !Stream) {
             if (rank == 0 && kb == kbTicket) nextTicket = cusync::ticketElected(view);
           }
           unsigned char* sa = smem + stage * R::kStageBytes;
@@ -529,8 +588,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           p.trace[work.index].start = tTook;
           p.trace[work.index].waitNs = waited;
           p.trace[work.index].setupNs = tTicket != 0 ? static_cast<unsigned int>(tTicket - tEntry) : 0u;
-          tTicket = 0;
         }
+        tTicket = 0;  // the set-up belongs to the block's first unit only
       }
     }
   } else {
@@ -584,8 +643,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       fenceRegs(acc);
       // Parts of this unit's tile: 1 unless it is one of the split tiles.
       const uint32_t NS = Split && u.pos >= sp.dpTiles ? sp.splits : 1u;
+      // Two parts, all at once (every unit is some block's only one: no
+      // whole tiles first, no more units than blocks), NoSync: the parts
+      // share the fixup (below).
+      const bool shareFixup = Split && kNoSyncStage && NS == 2 && sp.dpTiles == 0 && sp.units <= gridDim.x;
       if (p.trace != nullptr && threadIdx.x == 128 && rank == 0) {
-        if (u.split + 1 == NS) {  // the part that finishes the tile
+        // The part whose consumer 0 stores (and traces the tile's end).
+        if (Stream ? u.kb0 == 0 : u.split == (shareFixup ? 0u : NS - 1)) {
           p.trace[work.index].mmaStart = tMma;
           p.trace[work.index].mmaNs = static_cast<unsigned int>(globalTimer() - tMma);
         }
@@ -596,22 +660,16 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         if (NS > 1) {
           const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
           constexpr int R4 = WN / 8;  // float4 per thread
-          const int t = threadIdx.x % 128;
           const uint32_t flag = tp * 2 + cw;
           float4* const part = reinterpret_cast<float4*>(sp.partials);
           auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(tp * (NS - 1) + s) * 2 + cw) * (128 * R4); };
-          cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(sp.flags[flag]);
-          // Two parts, all at once (every unit is some block's only one: no
-          // whole tiles first, no more units than blocks), NoSync: the parts
-          // share the fixup. Consumer cw of part cw owns its 64 rows and adds
+          // Shared fixup: consumer cw of part cw owns its 64 rows and adds
           // the other part's partial of them; the other consumer writes its
           // partial for the other part. Each part writes and reads half a
           // tile instead of one part writing it all and the other reading it
           // all after (NOTES.md v11f). a + b rounds as b + a, so the result
           // is bit-identical to the finisher's. A part waits only for a
           // part that runs at the same time, so no wait can go around.
-          const bool shareFixup =
-              kNoSyncStage && NS == 2 && sp.dpTiles == 0 && sp.units <= gridDim.x;
           if (shareFixup) {
             if (static_cast<uint32_t>(cw) != u.split) {
               writePartial<R4>(acc, slot(0), cw, &sp.flags[flag]);
@@ -620,11 +678,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               if (u.split + 1 == NS && threadIdx.x == 128 && !staticFirst) (void)cusync::tileElected(view);
               continue;
             }
-            if (t == 0) {
-              while (fl.load(cuda::memory_order_acquire) < 1u) __nanosleep(32);
-              fl.store(0u, cuda::memory_order_relaxed);
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            awaitPartials(&sp.flags[flag], 1u, cw);
             addPartial<R4>(acc, slot(0));
             skipTicket = true;  // the other part's storing consumer took it
           } else {
@@ -632,13 +686,33 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               writePartial<R4>(acc, slot(u.split), cw, &sp.flags[flag]);
               continue;  // the last split of this tile finishes it
             }
-            if (t == 0) {
-              while (fl.load(cuda::memory_order_acquire) < NS - 1) __nanosleep(64);
-              fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            awaitPartials(&sp.flags[flag], NS - 1, cw);
             // Add the partials in split order (a fixed order: runs are bit-identical).
             for (uint32_t s = 0; s + 1 < NS; ++s) addPartial<R4>(acc, slot(s));
+          }
+        }
+      }
+      if constexpr (Stream) {
+        if (u.kb0 > 0 || u.kb1 < kIters) {
+          constexpr int R4 = WN / 8;  // float4 per thread
+          float4* const part = reinterpret_cast<float4*>(sp.partials);
+          auto slot = [&](uint32_t b) { return part + (static_cast<size_t>(b) * 2 + cw) * (128 * R4); };
+          // A part without the tile's first k-block is its block's first
+          // unit: it writes the block's one partial.
+          if (u.kb0 > 0) {
+            writePartial<R4>(acc, slot(blockIdx.x), cw, &sp.flags[blockIdx.x * 2 + cw]);
+            continue;
+          }
+          // The tile's first k-block: the groups after this one up to the
+          // one holding the tile's last k-block each hold a part of it as
+          // their first unit. Added in group order (deterministic).
+          const uint64_t kbTotal = static_cast<uint64_t>(view.shape.grid.x) * static_cast<uint64_t>(kIters);
+          const uint64_t lastK = static_cast<uint64_t>(work.tile.x + 1) * static_cast<uint64_t>(kIters) - 1;
+          const uint32_t lastGroup = streamGroupOf(lastK, sp.streamGroups, kbTotal);
+          for (uint32_t h = blockIdx.x / bands + 1; h <= lastGroup; ++h) {
+            const uint32_t b = h * bands + work.tile.y;
+            awaitPartials(&sp.flags[b * 2 + cw], 1u, cw);
+            addPartial<R4>(acc, slot(b));
           }
         }
       }
@@ -706,6 +780,16 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
                    const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
                    const __grid_constant__ cusync::StageView<In, Out> view) {
   gemmBody<T, 128, BN, TransB, Sched::Pair, E, In, Out>(tmA, tmB, tmC, C, p, view, SplitParams{});
+}
+
+// Stream: 128-row tiles, the k-blocks cut evenly over groups of blocks
+// (T128x192Stream, T128x256Stream; Ring<BN>).
+template <class T, int BN, int TransB, Epilogue E, class In, class Out>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemmKernelStream(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                     const __grid_constant__ CUtensorMap tmC, T* C, EpiParams p,
+                     const __grid_constant__ cusync::StageView<In, Out> view, SplitParams sp) {
+  gemmBody<T, 128, BN, TransB, Sched::Stream, E, In, Out>(tmA, tmB, tmC, C, p, view, sp);
 }
 
 // Split K: 64-row tiles split throughout (T64x128SplitK, T64x256SplitK;

@@ -31,6 +31,7 @@ void prepareKernel(K* k, int smem) {
 template <class T, int BM, int BN, int TB, Sched Sc, Epilogue E, class In, class Out>
 constexpr auto kernelFor() {
   if constexpr (Sc == Sched::SplitK) return gemmKernelSplit<T, BM, BN, TB, E, In, Out>;
+  else if constexpr (Sc == Sched::Stream) return gemmKernelStream<T, BN, TB, E, In, Out>;
   else if constexpr (Sc == Sched::Pair) return gemmKernelPair<T, BN, TB, E, In, Out>;
   else return gemmKernel<T, BN, TB, E, In, Out>;
 }
@@ -55,6 +56,24 @@ SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& vie
   sp.dpTiles = dp;
   sp.units = dp + split * S;
   sp.unitsPerRun = sp.units + blocks;
+  return sp;
+}
+
+// The workspace and group count of a stream launch of `a` in `view`: one
+// partial slot and two flags per block (each block writes at most one
+// partial, for the first unit of its range).
+template <int BN, class In, class Out>
+SplitParams streamParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
+  const TileConfig c = BN == 256 ? TileConfig::T128x256Stream : TileConfig::T128x192Stream;
+  const uint32_t groups = streamGroups(a, c, currentDevice().sms);
+  if (groups * view.shape.grid.y != blocks)
+    throw cusync::Error(cusync::ErrorCode::GridMismatch, "gemm",
+                        "a stream launch needs one block per 128-row band in each group (persistentBlocks)");
+  const SplitBuffers w = splitBuffers(view.tickets, blocks, 2, kBM * BN, s);
+  SplitParams sp{};
+  sp.flags = w.flags;
+  sp.partials = w.partials;
+  sp.streamGroups = groups;
   return sp;
 }
 
@@ -90,7 +109,9 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a pair launch needs an even block count");
     e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, tmC, C, p, view);
   } else {
-    const SplitParams sp = splitParams<BM, BN>(a, view, blocks, s);
+    SplitParams sp;
+    if constexpr (Sc == Sched::Stream) sp = streamParams<BN>(a, view, blocks, s);
+    else sp = splitParams<BM, BN>(a, view, blocks, s);
     e = cudaLaunchKernelEx(&cfg, k, tmA, tmB, tmC, C, p, view, sp);
   }
   if (e != cudaSuccess) throwCuda(e, "gemm kernel launch");
@@ -125,6 +146,15 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
       return dispatchEpilogue<T, 128, 256, TB, Sched::SplitK>(a, v, blocks, s, o);
     case TileConfig::T64x128SplitK: return dispatchEpilogue<T, 64, 128, TB, Sched::SplitK>(a, v, blocks, s, o);
     case TileConfig::T64x256SplitK: return dispatchEpilogue<T, 64, 256, TB, Sched::SplitK>(a, v, blocks, s, o);
+    case TileConfig::T128x192Stream:
+    case TileConfig::T128x256Stream:
+      // Stream blocks take no tickets: only gemm()'s own NoSync stages run them.
+      if constexpr (cusync::policy::isNoSync<In> && cusync::policy::isNoSync<Out>) {
+        if (c == TileConfig::T128x192Stream) return dispatchEpilogue<T, 128, 192, TB, Sched::Stream>(a, v, blocks, s, o);
+        return dispatchEpilogue<T, 128, 256, TB, Sched::Stream>(a, v, blocks, s, o);
+      }
+      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
+                          std::string("tile configuration ") + toString(c) + " runs only without a stage");
     default:
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                           std::string("tile configuration ") + toString(c) + " is not implemented");

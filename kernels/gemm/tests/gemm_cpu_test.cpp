@@ -1,10 +1,13 @@
 // CPU tests of the GEMM's configuration heuristic and argument checks: no GPU needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cusync/error.h"
 #include "cusync/tile_order.h"
+#include "kernels/gemm/detail/stream_plan.h"
 #include "kernels/gemm/gemm.h"
 
 using namespace cusync_gemm;
@@ -252,6 +255,83 @@ TEST(GemmConfig, SplitOverrideAndBlocks) {
   EXPECT_EQ(g.x, 8u);
   EXPECT_EQ(g.y, 1u);
   EXPECT_EQ(stageTile(TileConfig::T64x128SplitK).y, 64u);
+}
+
+// Stream launches: the kernel's cut of the (column, k-block) sequence, played
+// on the host. Every k-block of every column is computed once; a part
+// without its tile's first k-block is the first unit of its group (so each
+// block writes at most one partial); the part with the first k-block is the
+// last unit of its group and finds the other parts in exactly the groups
+// after it up to streamGroupOf(the tile's last k-block).
+TEST(GemmStream, CutsCoverEveryKBlockOnce) {
+  using cusync_gemm::detail::streamBegin;
+  using cusync_gemm::detail::streamGroupOf;
+  for (uint64_t cols : {1u, 3u, 16u, 29u, 64u})
+    for (uint64_t kIters : {1u, 6u, 24u, 128u, 192u})
+      for (uint64_t G : {1u, 2u, 5u, 16u, 33u, 66u, 132u}) {
+        const uint64_t total = cols * kIters;
+        if (G > total) continue;  // streamGroups() never makes more groups than k-blocks
+        SCOPED_TRACE(std::to_string(cols) + " cols x " + std::to_string(kIters) + " k-blocks, G = " + std::to_string(G));
+        std::vector<std::vector<uint32_t>> partsOf(cols);  // groups holding a part of column c
+        std::vector<int> seen(total, 0);
+        for (uint64_t g = 0; g < G; ++g) {
+          const uint32_t b = streamBegin(g, G, total), e = streamBegin(g + 1, G, total);
+          ASSERT_LT(b, e);
+          for (uint32_t x = b; x < e;) {
+            const uint32_t c = static_cast<uint32_t>(x / kIters), kb0 = static_cast<uint32_t>(x - c * kIters);
+            const uint32_t kb1 = std::min<uint32_t>(static_cast<uint32_t>(kIters), kb0 + (e - x));
+            for (uint32_t k = kb0; k < kb1; ++k) ++seen[c * kIters + k];
+            if (kb0 > 0) EXPECT_EQ(x, b) << "a cut part is its group's first unit";
+            if (kb0 == 0 && kb1 < kIters) EXPECT_EQ(x + (kb1 - kb0), e) << "the finisher is its group's last unit";
+            EXPECT_EQ(streamGroupOf(x, G, total), g);
+            partsOf[c].push_back(static_cast<uint32_t>(g));
+            x += kb1 - kb0;
+          }
+        }
+        for (int v : seen) ASSERT_EQ(v, 1);
+        for (uint64_t c = 0; c < cols; ++c) {
+          const uint32_t first = streamGroupOf(c * kIters, G, total);
+          const uint32_t last = streamGroupOf(c * kIters + kIters - 1, G, total);
+          std::vector<uint32_t> expect;
+          for (uint32_t h = first; h <= last; ++h) expect.push_back(h);
+          EXPECT_EQ(partsOf[c], expect) << "column " << c;
+        }
+      }
+}
+
+TEST(GemmStream, Geometry) {
+  GemmArgs a = good();
+  a.M = 512, a.N = 5504, a.K = 8192;  // llama-mlp1: 4 bands, 29 columns of 192
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 33u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 132u);
+  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192Stream, 132), 132u);
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x192Stream), stageGrid(a, TileConfig::T128x192));
+  EXPECT_EQ(stageTile(TileConfig::T128x256Stream), stageTile(TileConfig::T128x256));
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192, 132), 0u);
+  a.M = 1000;  // 8 bands: 16 groups
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Stream, 132), 128u);
+  a.M = 100, a.N = 64, a.K = 128;  // 1 column of 2 k-blocks: no more groups than k-blocks
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 2u);
+  a.M = 128 * 200, a.N = 4096, a.K = 4096;  // more bands than SMs: one group
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x256Stream, 132), 1u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Stream, 132), 200u);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256Stream, 132), 1u);
+}
+
+TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
+  for (const auto& s : kShapesNK)
+    for (int64_t M : {1, 64, 256, 512, 1024, 2048, 4096}) {
+      GemmArgs a = good();
+      a.M = M, a.N = s[0], a.K = s[1];
+      EXPECT_FALSE(isStreamConfig(resolveConfig(a, 132))) << M << "x" << s[0] << "x" << s[1];
+      EXPECT_FALSE(isStreamConfig(chooseConfig(M, s[0], s[1], 132, true)));
+      const TileConfig c = resolveNoSyncConfig(a, 132);
+      if (M <= 64) EXPECT_EQ(c, TileConfig::T64x128SplitK);
+      // A stream pick is cheaper in the model than the stage heuristic's.
+      if (isStreamConfig(c)) EXPECT_LT(estimatedCost(M, s[0], s[1], 132, c), estimatedCost(M, s[0], s[1], 132, resolveConfig(a, 132)));
+      a.config = TileConfig::T128x128;
+      EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
+    }
 }
 
 }  // namespace

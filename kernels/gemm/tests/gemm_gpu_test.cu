@@ -86,7 +86,7 @@ TEST(GemmGpuSplitTail, Cuts) {
 TEST(GemmGpuMisc, RaggedWideTiles) {
   REQUIRE_HOPPER();
   for (TileConfig c : {TileConfig::T128x192, TileConfig::T128x256, TileConfig::T128x128, TileConfig::T128x256Pair,
-                       TileConfig::T128x192Pair})
+                       TileConfig::T128x192Pair, TileConfig::T128x192Stream, TileConfig::T128x256Stream})
     for (Epilogue e : {Epilogue::Identity, Epilogue::SwiGLU, Epilogue::Residual}) {
       SCOPED_TRACE(std::string(toString(c)) + " " + toString(e));
       runCase({DType::BF16, BLayout::NK, c, e}, 777, 1200, 2048, true);
@@ -103,11 +103,23 @@ TEST(GemmGpuMisc, AlternatingConfigsOfOneShape) {
   REQUIRE_HOPPER();
   for (int round = 0; round < 3; ++round)
     for (TileConfig c : {TileConfig::T128x256, TileConfig::T128x256SplitTail, TileConfig::T128x192,
-                         TileConfig::T128x192SplitTail, TileConfig::T64x128SplitK, TileConfig::T128x256Pair}) {
+                         TileConfig::T128x192SplitTail, TileConfig::T64x128SplitK, TileConfig::T128x256Pair,
+                         TileConfig::T128x192Stream}) {
       SCOPED_TRACE("round " + std::to_string(round) + " " + toString(c));
       runCase({DType::BF16, BLayout::NK, c, Epilogue::Bias, isSplitConfig(c) ? 2 : 0}, 1000, 1280, 1024, true);
       if (HasFailure()) return;
     }
+}
+
+// Stream launches at the sizes they are picked for (few tiles, long K): the
+// cuts fall inside tiles, a tile can span three groups (k-blocks per group
+// under a column's), and several bands share each group.
+TEST(GemmGpuStream, FewTilesLongK) {
+  REQUIRE_HOPPER();
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x192Stream, Epilogue::Identity}, 256, 3072, 8192, false);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256Stream, Epilogue::SwiGLU}, 512, 1536, 4096, true);
+  runCase({DType::FP16, BLayout::KN, TileConfig::T128x192Stream, Epilogue::Residual}, 300, 1000, 3000, true);
+  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256Stream, Epilogue::Gelu}, 1100, 512, 1024, true);
 }
 
 // The reductions add partials in split order: repeated runs are bit-identical.
@@ -121,7 +133,7 @@ TEST(GemmGpuSplitK, Deterministic) {
   Dev dA(hA.size() * 2), dB(hB.size() * 2), dC((size_t)M * N * 2);
   CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dB.p, hB.data(), hB.size() * 2, cudaMemcpyHostToDevice));
-  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256SplitTail}) {
+  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256SplitTail, TileConfig::T128x192Stream}) {
     SCOPED_TRACE(toString(cfg));
     GemmArgs a;
     a.M = M, a.N = N, a.K = K, a.A = dA.p, a.B = dB.p, a.C = dC.p, a.config = cfg;

@@ -43,5 +43,23 @@ TEST(GemmGpuHooks, RowSyncPairClusters) {
                                          rowSyncPostsPerTile(TileConfig::T128x256Pair));
 }
 
+// Stream configurations take no tickets, so a stage with a policy cannot run
+// them: a clear error before any launch.
+TEST(GemmGpuHooks, StreamConfigNeedsNoStage) {
+  REQUIRE_HOPPER();
+  GemmArgs g;
+  Dev d(1 << 20);
+  g.M = 256, g.N = 256, g.K = 256, g.A = d.p, g.B = d.p, g.C = d.p, g.config = TileConfig::T128x192Stream;
+  cusync::Stage<cusync::policy::NoSync, cusync::policy::RowSync> st("gemm", stageGrid(g, g.config),
+                                                                    stageTile(g.config));
+  try {
+    gemm(g, st, nullptr);
+    ADD_FAILURE() << "a stream configuration ran through a stage";
+  } catch (const cusync::Error& e) {
+    EXPECT_EQ(e.code(), cusync::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("without a stage"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gemm_test

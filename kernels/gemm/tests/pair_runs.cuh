@@ -9,6 +9,13 @@
 #include "kernels/gemm/gemm_staged.cuh"
 #include "kernels/gemm/tests/gemm_test_util.h"
 
+// The staged kernels of the four policy pairs below are compiled in units of
+// their own (staged_instance.cu.in, one per family and pair), in parallel.
+CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::NoSync, cusync::policy::RowSync)
+CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::RowSync, cusync::policy::NoSync)
+CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::NoSync, cusync::policy::TileSync)
+CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::TileSync, cusync::policy::NoSync)
+
 namespace gemm_test {
 
 // Posts per producer tile under RowSync in pairThreeRuns: one per tile of
