@@ -109,11 +109,18 @@ constexpr double kTileOverhead = 2.5;
 // each other's slot releases).
 constexpr double kPairRate = 0.975;
 constexpr double kPairTileOverhead = kTileOverhead + 2.0;
-// Stream: a cut tile's partial written by one block and read by another, in
-// k-block steps (~2.7 us at 128x256; the shared two-part fixup measured
-// 4.2 us including the epilogue, NOTES.md v11f).
+// Stream (fitted to the H100 sweep of NOTES.md v12a):
+// - a cut tile's partial written by one block and read by another, in
+//   k-block steps (~2.7 us at 128x256);
+// - per tile half the tile overhead: static units, no tickets (measured
+//   1-3% faster than the tile schedule at equal work where no tile is cut);
+// - a k-block costs more the more groups walk the sequence at unrelated k
+//   offsets: 1.15x at 33 groups, 1.5x at 66 (factor 1 + (2 G / SMs)^2);
+// - only with at least 4 bands, and 3% better than the stage heuristic.
 constexpr double kStreamFixup = 4.0;
+constexpr double kStreamTileOverhead = kTileOverhead / 2;
 constexpr double kStreamMargin = 0.97;
+constexpr int64_t kStreamMinBands = 4;
 double stepCost(uint32_t bn) {
   const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
@@ -173,18 +180,25 @@ int64_t streamGroupCount(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t b
 }
 
 // A stream block computes an even share of the k-blocks (ceil(work / G)),
-// pays the tile overhead per tile it touches, and about one partial's write
-// or read (a cut tile is written by one part and read by the other).
+// pays the tile overhead per tile it touches, and where tiles are cut about
+// one partial's write or read (a cut tile is written by one part and read by
+// the other). See kStreamFixup for the constants.
 double streamCost(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   const int64_t G = streamGroupCount(M, N, K, numSMs, bn);
-  const int64_t share = cdiv(cdiv(N, bn) * kIters, G);
-  const double tilesTouched = static_cast<double>(cdiv(share, kIters) + 1);
-  const bool cut = share % kIters != 0 || G > 1;
-  return static_cast<double>(share) * stepCost(bn) + tilesTouched * kTileOverhead +
+  const int64_t work = cdiv(N, bn) * kIters;
+  const int64_t share = cdiv(work, G);
+  const bool cut = work % G != 0 || share % kIters != 0;
+  const double spread = 2.0 * static_cast<double>(G) / numSMs;
+  return static_cast<double>(share) * stepCost(bn) * (1.0 + spread * spread) +
+         static_cast<double>(cdiv(share, kIters)) * kStreamTileOverhead +
          (cut ? kStreamFixup * static_cast<double>(bn) / 256.0 : 0.0);
 }
 }  // namespace
+
+namespace detail {
+bool weightsEvictFirst(int64_t M, int64_t K) { return cdiv(M, 128) <= 4 && K >= 4096; }
+}  // namespace detail
 
 uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs) {
   if (!isStreamConfig(c)) return 0;
@@ -323,8 +337,7 @@ TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
   }();
   const TileConfig c = resolveConfig(a, numSMs);
   if (a.config != TileConfig::Auto || c == TileConfig::T64x128SplitK || streamOff) return c;
-  // A stream launch must win clearly: its model leaves out how unevenly the
-  // groups' parts finish.
+  if (cdiv(a.M, 128) < kStreamMinBands) return c;
   TileConfig best = c;
   double bestCost = estimatedCost(a.M, a.N, a.K, numSMs, c) * kStreamMargin;
   for (TileConfig s : {TileConfig::T128x256Stream, TileConfig::T128x192Stream}) {

@@ -39,6 +39,10 @@ struct EpiParams {
   // NoSync stages only: each block's first tile is the one at its own index
   // in the stage order, taken without a ticket (kernel.cuh, gemmBody).
   bool staticFirst = false;
+  // B's TMA loads carry an L2 evict-first policy: the weights stream through
+  // L2 once per band, and A, C and the split partials should outlive them
+  // (NOTES.md v12b: a stream launch's partials otherwise went to DRAM and back).
+  bool bEvictFirst = false;
 };
 
 // Bytes of scratch per consumer warp: 16 rows x 128 bytes.

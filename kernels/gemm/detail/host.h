@@ -18,6 +18,7 @@ struct LaunchOpts {
   unsigned numAttrs = 0;
   bool waitPrior = false;
   bool staticFirst = false;  // EpiParams::staticFirst
+  bool bEvictFirst = false;  // EpiParams::bEvictFirst
 };
 
 // The programmatic-stream-serialization (PDL) launch attribute.
@@ -47,6 +48,13 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
                             uint32_t boxOuter);
 
 void throwCuda(cudaError_t e, const char* what);
+
+// Whether a launch of `a` marks B's loads evict-first in L2 (where gemm()
+// allows it, EpiParams::bEvictFirst): at most 4 bands of 128 rows and K of
+// at least 4096, where the weights stream from DRAM through L2 and little
+// else is reused (NOTES.md v12b: 2-7% faster at M = 256-512 on the long-K
+// shapes; 0.5-4% slower with more bands or short K, where B is reused).
+bool weightsEvictFirst(int64_t M, int64_t K);
 
 // Split-K buffers of one stage (key: its ticket counter), grown on demand and
 // zeroed on `stream` when (re)allocated; never freed.

@@ -207,6 +207,29 @@ __device__ __forceinline__ void clusterSync() {
 #endif
 }
 
+// An L2 policy that evicts the lines it is attached to first (no CCCL
+// wrapper for createpolicy).
+__device__ __forceinline__ uint64_t evictFirstPolicy() {
+  uint64_t p = 0;
+#if CUSYNC_GEMM_SM90A
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+#endif
+  return p;
+}
+
+// A 2-D TMA load into this block's shared memory with an L2 cache policy (no
+// CCCL wrapper for the .L2::cache_hint form).
+__device__ __forceinline__ void tmaLoadHinted(void* dst, const CUtensorMap* map, const int32_t (&c)[2], uint64_t* bar,
+                                              uint64_t policy) {
+#if CUSYNC_GEMM_SM90A
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+      "l"(map), "r"(c[0]), "r"(c[1]), "r"(static_cast<uint32_t>(__cvta_generic_to_shared(bar))), "l"(policy)
+      : "memory");
+#endif
+}
+
 // Named barrier over the 256 consumer threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
@@ -475,6 +498,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       bool haveFirst = true;
       unsigned long long nextTicket = 0;  // Tiles, Pair: the next tile's ticket, taken during this one
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
+      const uint64_t bPolicy = p.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t mboxPhase = 0;
       // Pair: the other block's consumers release this block's slots too (acquire at cluster scope).
       auto waitEmpty = [&](int st, uint32_t ph) {
@@ -568,15 +592,17 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
                                                 cb, &full[stage], kBoth);
               }
             }
-          } else if constexpr (TransB == 0) {
-            const int32_t cb[2] = {k0, n0};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb, &tmB, cb, &full[stage]);
           } else {
+            // B as one box ([N, K]) or BN / 64 boxes of 64 columns ([K, N]).
+            constexpr int kBoxes = TransB == 0 ? 1 : BN / 64;
 #pragma unroll
-            for (int c = 0; c < BN / 64; ++c) {
-              const int32_t cb[2] = {n0 + 64 * c, k0};
-              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + c * 8192, &tmB, cb,
-                                              &full[stage]);
+            for (int c = 0; c < kBoxes; ++c) {
+              const int32_t cb[2] = {TransB == 0 ? k0 : n0 + 64 * c, TransB == 0 ? n0 : k0};
+              if (p.bEvictFirst)
+                tmaLoadHinted(sb + c * 8192, &tmB, cb, &full[stage], bPolicy);
+              else
+                cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + c * 8192, &tmB,
+                                                cb, &full[stage]);
             }
           }
           if (reorderLoads) waitForA();

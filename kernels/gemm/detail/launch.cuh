@@ -91,7 +91,9 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   const CUtensorMap tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
   // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
   const CUtensorMap tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
-  const EpiParams p{a.bias, a.residual, a.trace, a.M, a.N, a.K, o.waitPrior, o.staticFirst};
+  const EpiParams p{a.bias,      a.residual,    a.trace,
+                    a.M,         a.N,           a.K,
+                    o.waitPrior, o.staticFirst, o.bEvictFirst && weightsEvictFirst(a.M, a.K)};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
   (void)ready;

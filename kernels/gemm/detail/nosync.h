@@ -22,6 +22,8 @@ using NoSyncView = cusync::StageView<cusync::policy::NoSync, cusync::policy::NoS
 // CUSYNC_GEMM_PDL=0 in the environment turns it off (ordinary launches).
 // Each block also starts with the tile at its own index, without a ticket
 // (EpiParams::staticFirst); CUSYNC_GEMM_STATIC_FIRST=0 turns that off.
+// Where weightsEvictFirst() says so, B's loads ask L2 to evict them first
+// (EpiParams::bEvictFirst); CUSYNC_GEMM_B_EVICT_FIRST=0 turns that off.
 inline LaunchOpts noSyncLaunchOpts() {
   static const LaunchOpts o = [] {
     auto off = [](const char* name) {
@@ -31,6 +33,7 @@ inline LaunchOpts noSyncLaunchOpts() {
     LaunchOpts r{};
     if (!off("CUSYNC_GEMM_PDL")) r = LaunchOpts{programmaticLaunchAttr(), 1, true};
     r.staticFirst = !off("CUSYNC_GEMM_STATIC_FIRST");
+    r.bEvictFirst = !off("CUSYNC_GEMM_B_EVICT_FIRST");
     return r;
   }();
   return o;

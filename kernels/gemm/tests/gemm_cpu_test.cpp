@@ -7,6 +7,7 @@
 
 #include "cusync/error.h"
 #include "cusync/tile_order.h"
+#include "kernels/gemm/detail/host.h"
 #include "kernels/gemm/detail/stream_plan.h"
 #include "kernels/gemm/gemm.h"
 
@@ -299,6 +300,17 @@ TEST(GemmStream, CutsCoverEveryKBlockOnce) {
       }
 }
 
+// B's loads are marked evict-first only where the weights stream through L2
+// once per band: few bands and long K (NOTES.md v12b).
+TEST(GemmConfig, WeightsEvictFirst) {
+  using cusync_gemm::detail::weightsEvictFirst;
+  EXPECT_TRUE(weightsEvictFirst(256, 12288));   // gpt3-qkv M = 256
+  EXPECT_TRUE(weightsEvictFirst(512, 4096));
+  EXPECT_FALSE(weightsEvictFirst(513, 8192));   // 5 bands
+  EXPECT_FALSE(weightsEvictFirst(512, 1536));   // gpt3-wo: short K
+  EXPECT_FALSE(weightsEvictFirst(4096, 12288));
+}
+
 TEST(GemmStream, Geometry) {
   GemmArgs a = good();
   a.M = 512, a.N = 5504, a.K = 8192;  // llama-mlp1: 4 bands, 29 columns of 192
@@ -327,11 +339,22 @@ TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
       EXPECT_FALSE(isStreamConfig(chooseConfig(M, s[0], s[1], 132, true)));
       const TileConfig c = resolveNoSyncConfig(a, 132);
       if (M <= 64) EXPECT_EQ(c, TileConfig::T64x128SplitK);
+      // Under 4 bands the groups' spread over k costs more than the cut saves (NOTES.md v12a).
+      if (M <= 384) EXPECT_FALSE(isStreamConfig(c)) << M << "x" << s[0] << "x" << s[1];
       // A stream pick is cheaper in the model than the stage heuristic's.
       if (isStreamConfig(c)) EXPECT_LT(estimatedCost(M, s[0], s[1], 132, c), estimatedCost(M, s[0], s[1], 132, resolveConfig(a, 132)));
       a.config = TileConfig::T128x128;
       EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
     }
+  // Measured gains on the H100 (NOTES.md v12a): gpt3-qkv M = 512 (96 tiles of
+  // 128x192 on 132 SMs) 1.20x -> 1.15x cuBLAS; gpt3-wo M = 4096 1.043 -> 1.015.
+  GemmArgs a = good();
+  a.M = 512, a.N = 4608, a.K = 12288;
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+  a.M = 4096, a.N = 12288, a.K = 1536;
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+  a.M = 1024, a.N = 3072, a.K = 8192;  // llama-qkv: whole waves of 128x192 already
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), resolveConfig(a, 132));
 }
 
 }  // namespace
