@@ -426,7 +426,7 @@ SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint
   static std::map<std::pair<int, const void*>, Entry> cache;
   int dev = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
-  const size_t flagsCount = 2 * static_cast<size_t>(tiles);
+  const size_t flagsCount = 8 * static_cast<size_t>(tiles);  // per (tile, warpgroup), or per (tile, warp slab)
   const size_t partialElems = static_cast<size_t>(tiles) * (splits > 1 ? splits - 1 : 0) * tileElems;
   std::lock_guard<std::mutex> lock(mu);
   Entry& en = cache[{dev, key}];

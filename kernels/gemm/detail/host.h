@@ -60,7 +60,7 @@ bool weightsEvictFirst(int64_t M, int64_t K);
 // zeroed on `stream` when (re)allocated; never freed.
 struct SplitBuffers {
   unsigned long long* counter = nullptr;
-  uint32_t* flags = nullptr;  // 2 per split tile
+  uint32_t* flags = nullptr;  // 8 per split tile (per warpgroup: 2 used; per warp slab: 8)
   float* partials = nullptr;  // split tiles x (splits - 1) x tileElems
 };
 SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems,

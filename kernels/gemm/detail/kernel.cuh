@@ -295,6 +295,44 @@ __device__ __forceinline__ void addPartial(float (&acc)[4 * R4], const float4* s
   }
 }
 
+// Split K, shared fixup (all parts of a tile run at once): a warp's 16 rows
+// of a tile (its slab) are owned by one part; the other parts write their
+// fp32 partial of the slab (thread t of the warpgroup holds R4 float4 at
+// dst[r * 128 + t]) and raise the slab's flag, one release add per warp.
+template <int R4>
+__device__ __forceinline__ void writeSlabPartial(const float (&acc)[4 * R4], float4* dst, uint32_t* flag) {
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int r = 0; r < R4; ++r)
+    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+
+// The owning warp waits (lane 0) until n parts wrote its slab, resets the
+// flag for the next run, then lets the warp read them.
+__device__ __forceinline__ void awaitSlab(uint32_t* flag, uint32_t n) {
+  if (threadIdx.x % 32 == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(*flag);
+    while (fl.load(cuda::memory_order_acquire) < n) __nanosleep(32);
+    fl.store(0u, cuda::memory_order_relaxed);
+  }
+  __syncwarp();
+}
+
+// Split K: the order in which a warp's slab of a split tile adds its S parts
+// (each step a + b, and a + b rounds as b + a). With o = slab mod S, the
+// slab's owner in a shared fixup: part o first with part S - 1, then the
+// other parts in increasing order. The finisher (part S - 1, holding its own
+// part in acc) and the owner (part o, holding its own) both add in place in
+// this order, so a shared fixup and a finisher give the same bits.
+__device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
+  return static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32) % S;
+}
+
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
 //
@@ -669,10 +707,11 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       fenceRegs(acc);
       // Parts of this unit's tile: 1 unless it is one of the split tiles.
       const uint32_t NS = Split && u.pos >= sp.dpTiles ? sp.splits : 1u;
-      // Two parts, all at once (every unit is some block's only one: no
-      // whole tiles first, no more units than blocks), NoSync: the parts
-      // share the fixup (below).
-      const bool shareFixup = Split && kNoSyncStage && NS == 2 && sp.dpTiles == 0 && sp.units <= gridDim.x;
+      // Two to eight parts, all at once (every unit is some block's only
+      // one: no whole tiles first, no more units than blocks), NoSync: the
+      // parts share the fixup (below).
+      const bool shareFixup =
+          Split && kNoSyncStage && NS >= 2 && NS <= 8 && sp.dpTiles == 0 && sp.units <= gridDim.x;
       if (p.trace != nullptr && threadIdx.x == 128 && rank == 0) {
         // The part whose consumer 0 stores (and traces the tile's end).
         if (Stream ? u.kb0 == 0 : u.split == (shareFixup ? 0u : NS - 1)) {
@@ -682,6 +721,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       }
       if (signaller) release(prevStage);
       bool skipTicket = false;  // split K: this consumer does not take the tile's stage ticket
+      bool storeRows = true;    // shared fixup: this warp's part owns its slab and stores it
       if constexpr (Split) {
         if (NS > 1) {
           const uint32_t tp = u.pos - sp.dpTiles;  // index among the split tiles
@@ -689,32 +729,42 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           const uint32_t flag = tp * 2 + cw;
           float4* const part = reinterpret_cast<float4*>(sp.partials);
           auto slot = [&](uint32_t s) { return part + (static_cast<size_t>(tp * (NS - 1) + s) * 2 + cw) * (128 * R4); };
-          // Shared fixup: consumer cw of part cw owns its 64 rows and adds
-          // the other part's partial of them; the other consumer writes its
-          // partial for the other part. Each part writes and reads half a
-          // tile instead of one part writing it all and the other reading it
-          // all after (NOTES.md v11f). a + b rounds as b + a, so the result
-          // is bit-identical to the finisher's. A part waits only for a
-          // part that runs at the same time, so no wait can go around.
+          // The slab of warp w (16 rows) of consumer cw (slab 4 cw + w) sums
+          // its parts in the order of slabOwner().
+          const uint32_t own = slabOwner(cw, NS);
+          // Shared fixup: the slab's owner part adds the other parts'
+          // partials of it and stores the slab; the other parts write their
+          // partial of it (part s to slot s, or s - 1 above the owner). Each
+          // part writes and reads (NS - 1) / NS of a tile instead of one part
+          // reading all NS - 1 partials after the others (NOTES.md v11f,
+          // v12c). A part waits only for parts that run at the same time and
+          // write before they wait, so no wait can go around.
           if (shareFixup) {
-            if (static_cast<uint32_t>(cw) != u.split) {
-              writePartial<R4>(acc, slot(0), cw, &sp.flags[flag]);
+            const uint32_t slab = static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32);
+            uint32_t* const slabFlag = &sp.flags[tp * 8 + slab];
+            auto slotOfPart = [&](uint32_t s) { return slot(s < own ? s : s - 1); };
+            if (u.split != own) {
+              writeSlabPartial<R4>(acc, slotOfPart(u.split), slabFlag);
               // The tile's one stage ticket (without static first tiles) is
-              // taken by the last part, whichever consumer stores.
+              // taken by the last part; its thread 128 (slab 0) writes.
               if (u.split + 1 == NS && threadIdx.x == 128 && !staticFirst) (void)cusync::tileElected(view);
-              continue;
+              storeRows = false;
+            } else {
+              awaitSlab(slabFlag, NS - 1);
+              if (own != NS - 1) addPartial<R4>(acc, slotOfPart(NS - 1));
+              for (uint32_t s = 0; s + 1 < NS; ++s)
+                if (s != own) addPartial<R4>(acc, slotOfPart(s));
             }
-            awaitPartials(&sp.flags[flag], 1u, cw);
-            addPartial<R4>(acc, slot(0));
-            skipTicket = true;  // the other part's storing consumer took it
+            skipTicket = true;  // the last part's thread 128 took it
           } else {
             if (u.split + 1 < NS) {
               writePartial<R4>(acc, slot(u.split), cw, &sp.flags[flag]);
               continue;  // the last split of this tile finishes it
             }
             awaitPartials(&sp.flags[flag], NS - 1, cw);
-            // Add the partials in split order (a fixed order: runs are bit-identical).
-            for (uint32_t s = 0; s + 1 < NS; ++s) addPartial<R4>(acc, slot(s));
+            if (own != NS - 1) addPartial<R4>(acc, slot(own));
+            for (uint32_t s = 0; s + 1 < NS; ++s)
+              if (s != own) addPartial<R4>(acc, slot(s));
           }
         }
       }
@@ -742,10 +792,16 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
-      epilogue<T, WN, E, R::kEpiBufs>(
-          acc, C, p, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
-          static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
-          smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
+      // The epilogue works warp by warp (no warpgroup barrier inside), so the
+      // warps of a shared fixup store only the slabs their part owns.
+      if (storeRows)
+        epilogue<T, WN, E, R::kEpiBufs>(
+            acc, C, p, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
+            static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
+            smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
+      // The warpgroup's warps meet again before their next wgmma, which all
+      // four must issue together.
+      if (shareFixup) asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
       if constexpr (Split) {
         // This block finished the tile: take one of the run's numTiles stage tickets.
         if (threadIdx.x == 128 && !staticFirst && !skipTicket) (void)cusync::tileElected(view);
@@ -773,7 +829,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           }
         }
       }
-      if (p.trace != nullptr && threadIdx.x == 128 && rank == 0) {
+      if (p.trace != nullptr && threadIdx.x == 128 && rank == 0 && storeRows) {
         p.trace[work.index].end = globalTimer();
         p.trace[work.index].sm = smId();
         p.trace[work.index].blockEntry = tEntry;
