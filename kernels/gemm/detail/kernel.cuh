@@ -7,9 +7,9 @@
 // 2 are consumers: each owns 64 rows of the 128-row tile and runs wgmma over
 // the ring, then the fused epilogue (detail/epilogue.cuh).
 // The tile a ring slot belongs to travels with the slot (TileWork copy), and
-// an invalid TileWork in a slot tells the consumers to stop. Three schedules
-// (Sched): one tile per ticket, K split into parts, and cluster pairs that
-// share B by TMA multicast.
+// an invalid TileWork in a slot tells the consumers to stop. Four schedules
+// (Sched): one tile per ticket, K split into parts, cluster pairs that share
+// B by TMA multicast, and stream cuts of the k-blocks (gemm() only).
 #pragma once
 
 #include <cuda.h>
