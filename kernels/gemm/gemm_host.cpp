@@ -197,7 +197,10 @@ double streamCost(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
 }  // namespace
 
 namespace detail {
-bool weightsEvictFirst(int64_t M, int64_t K) { return cdiv(M, 128) <= 4 && K >= 4096; }
+bool weightsEvictFirst(int64_t M, int64_t K) {
+  const int64_t bands = cdiv(M, 128);
+  return bands == 1 || (bands <= 4 && K >= 4096);
+}
 }  // namespace detail
 
 uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs) {

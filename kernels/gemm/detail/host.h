@@ -50,10 +50,11 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
 void throwCuda(cudaError_t e, const char* what);
 
 // Whether a launch of `a` marks B's loads evict-first in L2 (where gemm()
-// allows it, EpiParams::bEvictFirst): at most 4 bands of 128 rows and K of
-// at least 4096, where the weights stream from DRAM through L2 and little
-// else is reused (NOTES.md v12b: 2-7% faster at M = 256-512 on the long-K
-// shapes; 0.5-4% slower with more bands or short K, where B is reused).
+// allows it, EpiParams::bEvictFirst): one band of 128 rows (nothing reads a
+// B k-block twice), or at most 4 bands and K of at least 4096, where the
+// weights stream from DRAM through L2 and little else is reused (NOTES.md
+// v12b: 2-7% faster at M = 256-512 on the long-K shapes; 0.5-4% slower with
+// more bands or short K, where B is reused).
 bool weightsEvictFirst(int64_t M, int64_t K);
 
 // Split-K buffers of one stage (key: its ticket counter), grown on demand and
