@@ -49,8 +49,9 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   T64x128SplitK: 64x128 tiles, K split into GemmArgs::splitK parts (0: the
 //   heuristic's splitCount()), so that small M keeps every SM busy. Work units
 //   (tile, split) are dispensed in the stage's tile order; the last split of a
-//   tile adds the others' fp32 partials in split order (deterministic), applies
-//   the epilogue and posts the tile once. Uses a per-stage device workspace
+//   tile adds the others' fp32 partials in a fixed order (deterministic),
+//   applies the epilogue and posts the tile once; where all parts run at once
+//   in gemm(), each part finishes some rows of the tile in that same order. Uses a per-stage device workspace
 //   (tiles x (splits - 1) x 32 KiB), allocated on first use and kept.
 //   T64x256SplitK: the same with 64x256 tiles (less A traffic per B byte).
 //   T128x192: 128x192 tiles; with 256 they give the heuristic two tile counts

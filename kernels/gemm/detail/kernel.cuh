@@ -343,8 +343,9 @@ __device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
 // Split: work units (tile position, split) come from sp.counter, phase by
 // phase (see Sched::SplitK); split s < S - 1 writes its fp32 partial and
 // raises the tile's flag; split S - 1 waits for the S - 1 partials, adds them
-// in split order (deterministic), runs the epilogue, takes one stage ticket and
-// posts the tile once. Every block takes one stage ticket at start (its run
+// in a fixed order per warp slab (slabOwner(): deterministic), runs the
+// epilogue, takes one stage ticket and posts the tile once. Where all parts
+// run at once in a NoSync launch they share the fixup instead (same order). Every block takes one stage ticket at start (its run
 // number), so a run takes numTiles + blocks stage tickets as the stage expects.
 template <class T, int BM, int BN, int TransB, Sched Sc, Epilogue E, class In, class Out>
 __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmC, T* C,

@@ -122,7 +122,7 @@ TEST(GemmGpuStream, FewTilesLongK) {
   runCase({DType::BF16, BLayout::KN, TileConfig::T128x256Stream, Epilogue::Gelu}, 1100, 512, 1024, true);
 }
 
-// The reductions add partials in split order: repeated runs are bit-identical.
+// The reductions add partials in a fixed order: repeated runs are bit-identical.
 TEST(GemmGpuSplitK, Deterministic) {
   REQUIRE_HOPPER();
   const int M = 100, N = 512, K = 2048;
