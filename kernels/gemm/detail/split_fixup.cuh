@@ -1,0 +1,115 @@
+// Split K's partials: how the parts of a cut tile hand their fp32
+// accumulators to the part that stores the tile (write, flag, wait, add), in
+// a fixed order so that runs are bit-identical, and the per-run counter reset.
+// Used by the split, shared-fixup and stream schedules of kernel.cuh.
+#pragma once
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+namespace cusync_gemm::detail {
+
+// A per-run ticket counter (the stage's, or split K's unit counter): the
+// taker of the run's last ticket (t == perRun - 1) resets it for the next
+// run. Every ticket of a run is taken before the next run starts (a launch
+// waits for the previous one on the stream), so the reset races with nothing.
+__device__ __forceinline__ void resetAfterLast(unsigned long long* counter, unsigned long long t,
+                                               unsigned long long perRun) {
+  if (t == perRun - 1) atomicExch(counter, 0ull);
+}
+
+// Split K: waits (thread 0 of the consumer warpgroup cw) until n partials of
+// its rows are written (writePartial), resets the flag for the next run, then
+// lets the warpgroup read them.
+__device__ __forceinline__ void awaitPartials(uint32_t* flag, uint32_t n, int cw) {
+  if (threadIdx.x % 128 == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(*flag);
+    while (fl.load(cuda::memory_order_acquire) < n) __nanosleep(32);
+    fl.store(0u, cuda::memory_order_relaxed);  // every arrival of this run is in
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+}
+
+// Split K: a consumer warpgroup's fp32 partial (thread t of 128 holds R4
+// float4 of the fragment) goes to dst in fragment order; then, once the
+// whole warpgroup's stores are in, one release add on its flag.
+template <int R4>
+__device__ __forceinline__ void writePartial(const float (&acc)[4 * R4], float4* dst, int cw, uint32_t* flag) {
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int r = 0; r < R4; ++r)
+    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+  if (t == 0) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+
+// Split K: adds a partial written by writePartial() into acc. A whole batch
+// of loads goes out before any of its adds, so the reader waits one L2 round
+// trip per batch, not per load: reading the partials is latency-bound and was
+// most of a split's cost (NOTES.md v8). Batches as large as the registers
+// beside acc allow.
+template <int R4>
+__device__ __forceinline__ void addPartial(float (&acc)[4 * R4], const float4* src) {
+  constexpr int kBatch = R4 <= 24 ? R4 : 16;
+  static_assert(R4 % kBatch == 0, "partials are added in whole batches");
+  src += threadIdx.x % 128;
+#pragma unroll
+  for (int r0 = 0; r0 < R4; r0 += kBatch) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      acc[4 * (r0 + i)] += v[i].x;
+      acc[4 * (r0 + i) + 1] += v[i].y;
+      acc[4 * (r0 + i) + 2] += v[i].z;
+      acc[4 * (r0 + i) + 3] += v[i].w;
+    }
+  }
+}
+
+// Split K, shared fixup (all parts of a tile run at once): a warp's 16 rows
+// of a tile (its slab) are owned by one part; the other parts write their
+// fp32 partial of the slab (thread t of the warpgroup holds R4 float4 at
+// dst[r * 128 + t]) and raise the slab's flag, one release add per warp.
+template <int R4>
+__device__ __forceinline__ void writeSlabPartial(const float (&acc)[4 * R4], float4* dst, uint32_t* flag) {
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int r = 0; r < R4; ++r)
+    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
+  }
+}
+
+// The owning warp waits (lane 0) until n parts wrote its slab, resets the
+// flag for the next run, then lets the warp read them.
+__device__ __forceinline__ void awaitSlab(uint32_t* flag, uint32_t n) {
+  if (threadIdx.x % 32 == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> fl(*flag);
+    while (fl.load(cuda::memory_order_acquire) < n) __nanosleep(32);
+    fl.store(0u, cuda::memory_order_relaxed);
+  }
+  __syncwarp();
+}
+
+// Split K: the order in which a warp's slab of a split tile adds its S parts
+// (each step a + b, and a + b rounds as b + a). With o the slab's owner in a
+// shared fixup: part o first with part S - 1, then the other parts in
+// increasing order. The finisher (part S - 1, holding its own part in acc)
+// and the owner (part o, holding its own) both add in place in this order,
+// so a shared fixup and a finisher give the same bits. The owner is slab mod
+// S, or for two parts the consumer index (each part owns one consumer's 64
+// rows: measured 1-2% faster than alternating warps, NOTES.md v12c).
+__device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
+  return S == 2 ? static_cast<uint32_t>(cw) : static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32) % S;
+}
+
+}  // namespace cusync_gemm::detail
