@@ -115,7 +115,8 @@ constexpr double kPairTileOverhead = kTileOverhead + 2.0;
 // - per tile half the tile overhead: static units, no tickets (measured
 //   1-3% faster than the tile schedule at equal work where no tile is cut);
 // - a k-block costs more the more groups walk the sequence at unrelated k
-//   offsets: 1.15x at 33 groups, 1.5x at 66 (factor 1 + (2 G / SMs)^2);
+//   offsets: 1.15x at 33 groups, 1.5x at 66 (factor 1 + (2 G / SMs)^2; not
+//   where the groups walk whole columns in step, NOTES.md v12h);
 // - only with at least 4 bands, and 3% better than the stage heuristic.
 constexpr double kStreamFixup = 4.0;
 constexpr double kStreamTileOverhead = kTileOverhead / 2;
@@ -173,10 +174,17 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
 namespace {
 // Stream launches (T128x192Stream, T128x256Stream): G groups of one block per
 // 128-row band, so G x bands <= SMs, and no more groups than k-blocks of work.
+// Where a divisor of the column count within 10% below that fits, it is used
+// instead: every group then walks whole columns in step with the others, no
+// tile is cut, and nothing is spread over k offsets (kStreamFixup).
 int64_t streamGroupCount(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
   const int64_t bands = cdiv(M, 128);
-  const int64_t work = cdiv(N, bn) * cdiv(std::max<int64_t>(K, 1), 64);
-  return std::max<int64_t>(1, std::min<int64_t>(numSMs / bands, work));
+  const int64_t cols = cdiv(N, bn);
+  const int64_t work = cols * cdiv(std::max<int64_t>(K, 1), 64);
+  const int64_t G = std::max<int64_t>(1, std::min<int64_t>(numSMs / bands, work));
+  for (int64_t g = G; g > 0 && 10 * g >= 9 * G; --g)
+    if (cols % g == 0) return g;
+  return G;
 }
 
 // A stream block computes an even share of the k-blocks (ceil(work / G)),
@@ -189,7 +197,7 @@ double streamCost(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
   const int64_t work = cdiv(N, bn) * kIters;
   const int64_t share = cdiv(work, G);
   const bool cut = work % G != 0 || share % kIters != 0;
-  const double spread = 2.0 * static_cast<double>(G) / numSMs;
+  const double spread = cut ? 2.0 * static_cast<double>(G) / numSMs : 0.0;
   return static_cast<double>(share) * stepCost(bn) * (1.0 + spread * spread) +
          static_cast<double>(cdiv(share, kIters)) * kStreamTileOverhead +
          (cut ? kStreamFixup * static_cast<double>(bn) / 256.0 : 0.0);

@@ -320,6 +320,10 @@ TEST(GemmStream, Geometry) {
   EXPECT_EQ(stageGrid(a, TileConfig::T128x192Stream), stageGrid(a, TileConfig::T128x192));
   EXPECT_EQ(stageTile(TileConfig::T128x256Stream), stageTile(TileConfig::T128x256));
   EXPECT_EQ(streamGroups(a, TileConfig::T128x192, 132), 0u);
+  a.M = 512, a.N = 12288, a.K = 1536;  // gpt3-wo: 64 columns of 192; 32 groups walk whole columns (33 would cut)
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 32u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 128u);
+  a.N = 5504, a.K = 8192;
   a.M = 1000;  // 8 bands: 16 groups
   EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Stream, 132), 128u);
   a.M = 100, a.N = 64, a.K = 128;  // 1 column of 2 k-blocks: no more groups than k-blocks
@@ -353,6 +357,8 @@ TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
   a.M = 4096, a.N = 12288, a.K = 1536;
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+  a.M = 512;  // whole columns per group (v12h): 1.079 -> 1.051
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x192Stream);
   a.M = 1024, a.N = 3072, a.K = 8192;  // llama-qkv: whole waves of 128x192 already
   EXPECT_EQ(resolveNoSyncConfig(a, 132), resolveConfig(a, 132));
 }
