@@ -117,7 +117,7 @@ constexpr double kPairTileOverhead = kTileOverhead + 2.0;
 // - a k-block costs more the more groups walk the sequence at unrelated k
 //   offsets: 1.15x at 33 groups, 1.5x at 66 (factor 1 + (2 G / SMs)^2; not
 //   where the groups walk whole columns in step, NOTES.md v12h);
-// - only with at least 4 bands, and 3% better than the stage heuristic.
+// - cut streams only with at least 4 bands; 3% better than the stage heuristic.
 constexpr double kStreamFixup = 4.0;
 constexpr double kStreamTileOverhead = kTileOverhead / 2;
 constexpr double kStreamMargin = 0.97;
@@ -187,6 +187,15 @@ int64_t streamGroupCount(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t b
   return G;
 }
 
+// Whether a stream launch cuts tiles between groups (else every group walks
+// whole columns in step).
+bool streamCutsTiles(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
+  const int64_t G = streamGroupCount(M, N, K, numSMs, bn);
+  const int64_t work = cdiv(N, bn) * kIters;
+  return work % G != 0 || (work / G) % kIters != 0;
+}
+
 // A stream block computes an even share of the k-blocks (ceil(work / G)),
 // pays the tile overhead per tile it touches, and where tiles are cut about
 // one partial's write or read (a cut tile is written by one part and read by
@@ -196,7 +205,7 @@ double streamCost(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
   const int64_t G = streamGroupCount(M, N, K, numSMs, bn);
   const int64_t work = cdiv(N, bn) * kIters;
   const int64_t share = cdiv(work, G);
-  const bool cut = work % G != 0 || share % kIters != 0;
+  const bool cut = streamCutsTiles(M, N, K, numSMs, bn);
   const double spread = cut ? 2.0 * static_cast<double>(G) / numSMs : 0.0;
   return static_cast<double>(share) * stepCost(bn) * (1.0 + spread * spread) +
          static_cast<double>(cdiv(share, kIters)) * kStreamTileOverhead +
@@ -348,10 +357,12 @@ TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
   }();
   const TileConfig c = resolveConfig(a, numSMs);
   if (a.config != TileConfig::Auto || c == TileConfig::T64x128SplitK || streamOff) return c;
-  if (cdiv(a.M, 128) < kStreamMinBands) return c;
+  const bool fewBands = cdiv(a.M, 128) < kStreamMinBands;
   TileConfig best = c;
   double bestCost = estimatedCost(a.M, a.N, a.K, numSMs, c) * kStreamMargin;
   for (TileConfig s : {TileConfig::T128x256Stream, TileConfig::T128x192Stream}) {
+    // Under 4 bands only streams of whole columns (cut ones lost there, v12a).
+    if (fewBands && streamCutsTiles(a.M, a.N, a.K, numSMs, tileShape(s).bn)) continue;
     const double cost = estimatedCost(a.M, a.N, a.K, numSMs, s);
     if (cost < bestCost) best = s, bestCost = cost;
   }

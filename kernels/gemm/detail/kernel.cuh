@@ -84,14 +84,17 @@ struct SplitParams {
 // Shared memory of a block: the ring of k-block slots (A then B), its full
 // and empty mbarriers, the work unit of each slot, and the consumers'
 // epilogue scratch. As many slots as fit beside the scratch.
-template <int BN, int BM = 128>
+template <int BN, int BM = 128, bool Deep = false>
 struct Ring {
   static constexpr int kABytes = BM * kBK * 2;
   static constexpr int kBBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   // 128x192 keeps 4 stages (not 5) so that its epilogue scratch holds two
-  // buffers per warp (NOTES.md v10j: same-machine A/B, 2 fewer misses).
-  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? 4 : 6);
+  // buffers per warp (NOTES.md v10j: same-machine A/B, 2 fewer misses). Deep
+  // (stream launches) keeps 5 and one buffer: streams are picked for short-K
+  // shapes, where v10j measured 5 stages 1.0-1.6% faster (gpt3-wo M = 256-512).
+  static constexpr int kStages =
+      BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? (Deep ? 5 : 4) : 6);
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
   // Pair launches: the tile handed to the second block, and the mbarriers
@@ -136,7 +139,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   constexpr bool Pair = Sc == Sched::Pair;
   constexpr int kRowsPerTile = Pair ? 2 * BM : BM;  // stage tile rows
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
-  using R = Ring<BN, BM>;
+  using R = Ring<BN, BM, Stream>;
   constexpr int S = R::kStages;
   extern __shared__ __align__(1024) unsigned char smemRaw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
