@@ -177,39 +177,39 @@ namespace {
 // Where a divisor of the column count within 10% below that fits, it is used
 // instead: every group then walks whole columns in step with the others, no
 // tile is cut, and nothing is spread over k offsets (kStreamFixup).
-int64_t streamGroupCount(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+struct StreamPlan {
+  int64_t groups = 1;
+  int64_t kIters = 1;
+  int64_t share = 0;  // k-blocks per group (the largest share)
+  bool cut = false;   // some tile is cut between groups
+};
+StreamPlan streamPlan(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+  StreamPlan p;
   const int64_t bands = cdiv(M, 128);
   const int64_t cols = cdiv(N, bn);
-  const int64_t work = cols * cdiv(std::max<int64_t>(K, 1), 64);
+  p.kIters = cdiv(std::max<int64_t>(K, 1), 64);
+  const int64_t work = cols * p.kIters;
   const int64_t G = std::max<int64_t>(1, std::min<int64_t>(numSMs / bands, work));
+  p.groups = G;
   for (int64_t g = G; g > 0 && 10 * g >= 9 * G; --g)
-    if (cols % g == 0) return g;
-  return G;
-}
-
-// Whether a stream launch cuts tiles between groups (else every group walks
-// whole columns in step).
-bool streamCutsTiles(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
-  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
-  const int64_t G = streamGroupCount(M, N, K, numSMs, bn);
-  const int64_t work = cdiv(N, bn) * kIters;
-  return work % G != 0 || (work / G) % kIters != 0;
+    if (cols % g == 0) {
+      p.groups = g;
+      break;
+    }
+  p.share = cdiv(work, p.groups);
+  p.cut = work % p.groups != 0 || (work / p.groups) % p.kIters != 0;
+  return p;
 }
 
 // A stream block computes an even share of the k-blocks (ceil(work / G)),
 // pays the tile overhead per tile it touches, and where tiles are cut about
 // one partial's write or read (a cut tile is written by one part and read by
 // the other). See kStreamFixup for the constants.
-double streamCost(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
-  const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
-  const int64_t G = streamGroupCount(M, N, K, numSMs, bn);
-  const int64_t work = cdiv(N, bn) * kIters;
-  const int64_t share = cdiv(work, G);
-  const bool cut = streamCutsTiles(M, N, K, numSMs, bn);
-  const double spread = cut ? 2.0 * static_cast<double>(G) / numSMs : 0.0;
-  return static_cast<double>(share) * stepCost(bn) * (1.0 + spread * spread) +
-         static_cast<double>(cdiv(share, kIters)) * kStreamTileOverhead +
-         (cut ? kStreamFixup * static_cast<double>(bn) / 256.0 : 0.0);
+double streamCost(const StreamPlan& p, int numSMs, uint32_t bn) {
+  const double spread = p.cut ? 2.0 * static_cast<double>(p.groups) / numSMs : 0.0;
+  return static_cast<double>(p.share) * stepCost(bn) * (1.0 + spread * spread) +
+         static_cast<double>(cdiv(p.share, p.kIters)) * kStreamTileOverhead +
+         (p.cut ? kStreamFixup * static_cast<double>(bn) / 256.0 : 0.0);
 }
 }  // namespace
 
@@ -222,7 +222,7 @@ bool weightsEvictFirst(int64_t M, int64_t K) {
 
 uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs) {
   if (!isStreamConfig(c)) return 0;
-  return static_cast<uint32_t>(streamGroupCount(a.M, a.N, a.K, numSMs, tileShape(c).bn));
+  return static_cast<uint32_t>(streamPlan(a.M, a.N, a.K, numSMs, tileShape(c).bn).groups);
 }
 
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
@@ -266,7 +266,7 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
   if (c == TileConfig::Auto) bad("estimatedCost: resolve 'auto' first");
   const TileShape t = tileShape(c);
   if (isTailSplitConfig(c)) return tailPlan(M, N, std::max<int64_t>(K, 1), numSMs, 0, t.bn).cost;
-  if (isStreamConfig(c)) return streamCost(M, N, K, numSMs, t.bn);
+  if (isStreamConfig(c)) return streamCost(streamPlan(M, N, K, numSMs, t.bn), numSMs, t.bn);
   const int64_t kIters = cdiv(std::max<int64_t>(K, 1), 64);
   if (isPairConfig(c)) {
     // Two 128-row tiles per cluster, a cluster per two SMs, B at half the L2 traffic.
@@ -362,8 +362,10 @@ TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
   double bestCost = estimatedCost(a.M, a.N, a.K, numSMs, c) * kStreamMargin;
   for (TileConfig s : {TileConfig::T128x256Stream, TileConfig::T128x192Stream}) {
     // Under 4 bands only streams of whole columns (cut ones lost there, v12a).
-    if (fewBands && streamCutsTiles(a.M, a.N, a.K, numSMs, tileShape(s).bn)) continue;
-    const double cost = estimatedCost(a.M, a.N, a.K, numSMs, s);
+    const uint32_t bn = tileShape(s).bn;
+    const StreamPlan plan = streamPlan(a.M, a.N, a.K, numSMs, bn);
+    if (fewBands && plan.cut) continue;
+    const double cost = streamCost(plan, numSMs, bn);
     if (cost < bestCost) best = s, bestCost = cost;
   }
   return best;
