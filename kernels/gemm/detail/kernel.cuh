@@ -112,6 +112,11 @@ struct Ring {
   static_assert(kSmemRequest <= 232448, "more shared memory than an H100 block may have");
 };
 
+// The ring of a schedule's kernel (stream launches keep the deeper one); the
+// launch sizes shared memory by the same type.
+template <Sched Sc, int BN, int BM>
+using RingOf = Ring<BN, BM, Sc == Sched::Stream>;
+
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
 //
@@ -139,7 +144,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   constexpr bool Pair = Sc == Sched::Pair;
   constexpr int kRowsPerTile = Pair ? 2 * BM : BM;  // stage tile rows
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
-  using R = Ring<BN, BM, Stream>;
+  using R = RingOf<Sc, BN, BM>;
   constexpr int S = R::kStages;
   extern __shared__ __align__(1024) unsigned char smemRaw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
@@ -531,9 +536,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               storeRows = false;
             } else {
               awaitSlab(slabFlag, NS - 1);
-              if (own != NS - 1) addPartial<R4>(acc, slotOfPart(NS - 1));
-              for (uint32_t s = 0; s + 1 < NS; ++s)
-                if (s != own) addPartial<R4>(acc, slotOfPart(s));
+              addPartsInSlabOrder<R4>(acc, own, own, NS, slotOfPart);
             }
             skipTicket = true;  // the last part's thread 128 took it
           } else {
@@ -542,9 +545,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
               continue;  // the last split of this tile finishes it
             }
             awaitPartials(&sp.flags[flag], NS - 1, cw);
-            if (own != NS - 1) addPartial<R4>(acc, slot(own));
-            for (uint32_t s = 0; s + 1 < NS; ++s)
-              if (s != own) addPartial<R4>(acc, slot(s));
+            // The finisher holds part NS - 1; part s < NS - 1 wrote slot s.
+            addPartsInSlabOrder<R4>(acc, own, NS - 1, NS, slot);
           }
         }
       }
@@ -562,8 +564,10 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           // The tile's first k-block: the groups after this one up to the
           // one holding the tile's last k-block each hold a part of it as
           // their first unit. Added in group order (deterministic).
-          const uint64_t kbTotal = static_cast<uint64_t>(view.shape.grid.x) * static_cast<uint64_t>(kIters);
           const uint64_t lastK = static_cast<uint64_t>(work.tile.x + 1) * static_cast<uint64_t>(kIters) - 1;
+          // Recomputed here rather than kept from the set-up: a value live
+          // through the main loop cost the stream kernels spills (ptxas -v).
+          const uint64_t kbTotal = static_cast<uint64_t>(view.shape.grid.x) * static_cast<uint64_t>(kIters);
           const uint32_t lastGroup = streamGroupOf(lastK, sp.streamGroups, kbTotal);
           for (uint32_t h = blockIdx.x / bands + 1; h <= lastGroup; ++h) {
             const uint32_t b = h * bands + work.tile.y;

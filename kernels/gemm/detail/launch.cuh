@@ -82,7 +82,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
                   const LaunchOpts& o = {}) {
   static_assert(BM == 128 || Sc == Sched::SplitK, "BM 64 goes with split K");
   static_assert(Sc != Sched::Pair || TB == 1 || (BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
-  constexpr int smem = Ring<BN, BM, Sc == Sched::Stream>::kSmemRequest;
+  constexpr int smem = RingOf<Sc, BN, BM>::kSmemRequest;
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   const CUtensorMap tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, BM);
   // Pair: each block of a cluster loads half of B's rows ([N, K]) or of its

@@ -112,4 +112,16 @@ __device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
   return S == 2 ? static_cast<uint32_t>(cw) : static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32) % S;
 }
 
+// Adds a slab's other S - 1 parts (part s's partial at partOf(s)) to acc in
+// slabOwner()'s order. acc holds part `held`: the slab's owner `own` in a
+// shared fixup, part S - 1 in a finisher. First the other of own and S - 1,
+// then the rest ascending.
+template <int R4, class PartOf>
+__device__ __forceinline__ void addPartsInSlabOrder(float (&acc)[4 * R4], uint32_t own, uint32_t held, uint32_t S,
+                                                    PartOf partOf) {
+  if (own != S - 1) addPartial<R4>(acc, partOf(held == own ? S - 1 : own));
+  for (uint32_t s = 0; s + 1 < S; ++s)
+    if (s != own) addPartial<R4>(acc, partOf(s));
+}
+
 }  // namespace cusync_gemm::detail
