@@ -33,7 +33,11 @@ __device__ __forceinline__ void awaitPartials(uint32_t* flag, uint32_t n, int cw
 
 // Split K: a consumer warpgroup's fp32 partial (thread t of 128 holds R4
 // float4 of the fragment) goes to dst in fragment order; then, once the
-// whole warpgroup's stores are in, one release add on its flag.
+// whole warpgroup's stores are in, one release add on its flag. The barrier
+// orders the other threads' stores before it and the release is cumulative
+// over them (DESIGN.md section 3: barrier, then a release update at gpu
+// scope); a seq_cst fence before the add cost each part ~0.5 us more of its
+// fixup and is not needed (NOTES.md v13e).
 template <int R4>
 __device__ __forceinline__ void writePartial(const float (&acc)[4 * R4], float4* dst, int cw, uint32_t* flag) {
   const int t = threadIdx.x % 128;
@@ -41,10 +45,7 @@ __device__ __forceinline__ void writePartial(const float (&acc)[4 * R4], float4*
   for (int r = 0; r < R4; ++r)
     __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
   asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-  if (t == 0) {
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
-  }
+  if (t == 0) cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
 }
 
 // Split K: adds a partial written by writePartial() into acc. A whole batch
@@ -75,7 +76,8 @@ __device__ __forceinline__ void addPartial(float (&acc)[4 * R4], const float4* s
 // Split K, shared fixup (all parts of a tile run at once): a warp's 16 rows
 // of a tile (its slab) are owned by one part; the other parts write their
 // fp32 partial of the slab (thread t of the warpgroup holds R4 float4 at
-// dst[r * 128 + t]) and raise the slab's flag, one release add per warp.
+// dst[r * 128 + t]) and raise the slab's flag, one release add per warp
+// (after __syncwarp, as writePartial after its barrier).
 template <int R4>
 __device__ __forceinline__ void writeSlabPartial(const float (&acc)[4 * R4], float4* dst, uint32_t* flag) {
   const int t = threadIdx.x % 128;
@@ -83,10 +85,8 @@ __device__ __forceinline__ void writeSlabPartial(const float (&acc)[4 * R4], flo
   for (int r = 0; r < R4; ++r)
     __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
   __syncwarp();
-  if (threadIdx.x % 32 == 0) {
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+  if (threadIdx.x % 32 == 0)
     cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
-  }
 }
 
 // The owning warp waits (lane 0) until n parts wrote its slab, resets the
