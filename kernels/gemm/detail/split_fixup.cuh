@@ -112,16 +112,54 @@ __device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
   return S == 2 ? static_cast<uint32_t>(cw) : static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32) % S;
 }
 
-// Adds a slab's other S - 1 parts (part s's partial at partOf(s)) to acc in
-// slabOwner()'s order. acc holds part `held`: the slab's owner `own` in a
-// shared fixup, part S - 1 in a finisher. First the other of own and S - 1,
-// then the rest ascending.
+// Adds a slab's other S - 1 parts (part s's partial at partOf(s), written by
+// writePartial or writeSlabPartial) to acc in slabOwner()'s order. acc holds
+// part `held`: the slab's owner `own` in a shared fixup, part S - 1 in a
+// finisher. First the other of own and S - 1, then the rest ascending.
+// The reads are pipelined across the parts: each part in two or four chunks,
+// the next chunk's loads in flight while the current one is added, so the
+// reader waits about one L2 round trip in all instead of one per part
+// (NOTES.md v13g). Every element still gets its parts added one by one in
+// the order above, so the sums are the same bits.
 template <int R4, class PartOf>
 __device__ __forceinline__ void addPartsInSlabOrder(float (&acc)[4 * R4], uint32_t own, uint32_t held, uint32_t S,
                                                     PartOf partOf) {
-  if (own != S - 1) addPartial<R4>(acc, partOf(held == own ? S - 1 : own));
-  for (uint32_t s = 0; s + 1 < S; ++s)
-    if (s != own) addPartial<R4>(acc, partOf(s));
+  constexpr int B = R4 <= 24 ? R4 / 2 : R4 / 4;  // float4 per chunk; two chunks of registers beside acc
+  constexpr int C = R4 / B;                     // chunks per part
+  static_assert(R4 % B == 0 && C % 2 == 0, "parts split into an even number of whole chunks");
+  auto partAt = [&](uint32_t k) -> uint32_t {  // the k-th part to add
+    if (own == S - 1) return k;
+    if (k == 0) return held == own ? S - 1 : own;
+    return k - 1 < own ? k - 1 : k;
+  };
+  const int t = threadIdx.x % 128;
+  auto load = [&](float4(&b)[B], uint32_t k, int q) {
+    const float4* src = partOf(partAt(k)) + t + q * B * 128;
+#pragma unroll
+    for (int i = 0; i < B; ++i) b[i] = __ldcg(src + i * 128);
+  };
+  auto add = [&](const float4(&b)[B], int q) {
+#pragma unroll
+    for (int i = 0; i < B; ++i) {
+      acc[4 * (q * B + i)] += b[i].x;
+      acc[4 * (q * B + i) + 1] += b[i].y;
+      acc[4 * (q * B + i) + 2] += b[i].z;
+      acc[4 * (q * B + i) + 3] += b[i].w;
+    }
+  };
+  const uint32_t n = S - 1;
+  float4 b0[B], b1[B];
+  load(b0, 0, 0);
+  for (uint32_t k = 0; k < n; ++k) {
+#pragma unroll
+    for (int q = 0; q < C; q += 2) {
+      load(b1, k, q + 1);
+      add(b0, q);
+      if (q + 2 < C) load(b0, k, q + 2);
+      else if (k + 1 < n) load(b0, k + 1, 0);
+      add(b1, q + 1);
+    }
+  }
 }
 
 }  // namespace cusync_gemm::detail
