@@ -164,7 +164,8 @@ int benchGemm(int argc, char** argv) {
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
           "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
           "                 128x192-pair, 128x256-pair, 128x192-stream, 128x256-stream\n"
-          "  --splitk LIST  K splits for the split configurations, a row each (default 0: the heuristic's)\n"
+          "  --splitk LIST  K splits for the split configurations, group counts for the stream ones, a row\n"
+          "                 each (default 0: the heuristic's)\n"
           "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"
           "                 gap before the next tile (medians, from GemmArgs::trace), and the launch's start:\n"
           "                 block start to its first ticket and to its first MMA\n");
@@ -256,8 +257,8 @@ int benchGemm(int argc, char** argv) {
       for (int splitK : splits) {
       GemmArgs g;
       g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK;
-      // Split counts only vary the split configurations (auto may resolve to one).
-      if (splitK != splits.front() && cfg != TileConfig::Auto && !isSplitConfig(cfg)) continue;
+      // Split counts only vary the split and stream configurations (auto may resolve to one).
+      if (splitK != splits.front() && cfg != TileConfig::Auto && !isSplitConfig(cfg) && !isStreamConfig(cfg)) continue;
       const TileConfig used = resolveNoSyncConfig(g, prop.multiProcessorCount);
       // Split configurations print their tile and split count: 64x128/s2, 128x192/t3;
       // stream configurations their group count: 128x192/g33.

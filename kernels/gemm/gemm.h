@@ -147,7 +147,10 @@ struct GemmArgs {
   const void* residual = nullptr;  // [M, N], type of C
   TileTrace* trace = nullptr;      // optional: one record per stage tile (by position in the tile order)
   TileConfig config = TileConfig::Auto;
-  int splitK = 0;  // split configurations only: number of K splits (clamped to [1, ceil(K / 64)]); 0 = heuristic
+  // Split configurations: number of K splits (clamped to [1, ceil(K / 64)]);
+  // stream configurations: number of groups (clamped so that groups x 128-row
+  // bands fit the SMs, and to the tiles' k-blocks); 0 = the heuristic's.
+  int splitK = 0;
 };
 
 struct TileShape {
@@ -197,7 +200,8 @@ TileConfig resolveConfig(const GemmArgs& a, int numSMs);
 // with the environment variable CUSYNC_GEMM_STREAM=0).
 TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs);
 // Groups of a stream launch: one block per 128-row band in each, as many
-// groups as fit the SMs (at least one, at most the tiles' k-blocks).
+// groups as fit the SMs (at least one, at most the tiles' k-blocks), or
+// a.splitK of them if set (clamped to the same bounds).
 uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs);
 
 // Stage geometry for a launch with configuration c (resolved): grid x over N

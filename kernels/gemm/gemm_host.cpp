@@ -183,19 +183,26 @@ struct StreamPlan {
   int64_t share = 0;  // k-blocks per group (the largest share)
   bool cut = false;   // some tile is cut between groups
 };
-StreamPlan streamPlan(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn) {
+// forcedGroups > 0 (GemmArgs::splitK) replaces the choice, clamped to G.
+StreamPlan streamPlan(int64_t M, int64_t N, int64_t K, int numSMs, uint32_t bn, int forcedGroups = 0) {
   StreamPlan p;
   const int64_t bands = cdiv(M, 128);
   const int64_t cols = cdiv(N, bn);
   p.kIters = cdiv(std::max<int64_t>(K, 1), 64);
   const int64_t work = cols * p.kIters;
+  // Every block of a stream launch must be resident at once (a finisher
+  // waits for other blocks), so G x bands never exceeds the SMs.
   const int64_t G = std::max<int64_t>(1, std::min<int64_t>(numSMs / bands, work));
   p.groups = G;
-  for (int64_t g = G; g > 0 && 10 * g >= 9 * G; --g)
-    if (cols % g == 0) {
-      p.groups = g;
-      break;
-    }
+  if (forcedGroups > 0) {
+    p.groups = std::min<int64_t>(forcedGroups, G);
+  } else {
+    for (int64_t g = G; g > 0 && 10 * g >= 9 * G; --g)
+      if (cols % g == 0) {
+        p.groups = g;
+        break;
+      }
+  }
   p.share = cdiv(work, p.groups);
   p.cut = work % p.groups != 0 || (work / p.groups) % p.kIters != 0;
   return p;
@@ -222,7 +229,7 @@ bool weightsEvictFirst(int64_t M, int64_t K) {
 
 uint32_t streamGroups(const GemmArgs& a, TileConfig c, int numSMs) {
   if (!isStreamConfig(c)) return 0;
-  return static_cast<uint32_t>(streamPlan(a.M, a.N, a.K, numSMs, tileShape(c).bn).groups);
+  return static_cast<uint32_t>(streamPlan(a.M, a.N, a.K, numSMs, tileShape(c).bn, a.splitK).groups);
 }
 
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {

@@ -334,6 +334,26 @@ TEST(GemmStream, Geometry) {
   EXPECT_EQ(splitCount(a, TileConfig::T128x256Stream, 132), 1u);
 }
 
+// GemmArgs::splitK sets a stream launch's group count, clamped so that every
+// block stays resident (groups x bands <= SMs) and to the k-blocks of work.
+TEST(GemmStream, GroupOverride) {
+  GemmArgs a = good();
+  a.M = 512, a.N = 3072, a.K = 8192;  // 4 bands, 16 columns of 192, 128 k-blocks each
+  a.splitK = 10;
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 10u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 40u);
+  a.splitK = 1000;  // at most 132 / 4
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 33u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 132u);
+  a.splitK = 1;
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x256Stream, 132), 1u);
+  a.M = 100, a.N = 64, a.K = 128, a.splitK = 5;  // 2 k-blocks of work: 2 groups
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 2u);
+  a.splitK = 0;  // the heuristic's count, as without an override
+  a.M = 512, a.N = 5504, a.K = 8192;
+  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 33u);
+}
+
 TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
   for (const auto& s : kShapesNK)
     for (int64_t M : {1, 64, 256, 512, 1024, 2048, 4096}) {

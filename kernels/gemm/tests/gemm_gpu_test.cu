@@ -120,6 +120,10 @@ TEST(GemmGpuStream, FewTilesLongK) {
   runCase({DType::BF16, BLayout::NK, TileConfig::T128x256Stream, Epilogue::SwiGLU}, 512, 1536, 4096, true);
   runCase({DType::FP16, BLayout::KN, TileConfig::T128x192Stream, Epilogue::Residual}, 300, 1000, 3000, true);
   runCase({DType::BF16, BLayout::KN, TileConfig::T128x256Stream, Epilogue::Gelu}, 1100, 512, 1024, true);
+  // Group counts set by GemmArgs::splitK: 7 groups of 3 bands (cuts inside
+  // tiles), and more than fit (clamped to 132 / 3 on an H100).
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256Stream, Epilogue::Bias, 7}, 300, 1000, 3000, true);
+  runCase({DType::FP16, BLayout::NK, TileConfig::T128x192Stream, Epilogue::Identity, 500}, 300, 1000, 3000, false);
 }
 
 // The reductions add partials in a fixed order: repeated runs are bit-identical.
