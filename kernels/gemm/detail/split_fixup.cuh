@@ -31,59 +31,86 @@ __device__ __forceinline__ void awaitPartials(uint32_t* flag, uint32_t n, int cw
   asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
 }
 
-// Split K: a consumer warpgroup's fp32 partial (thread t of 128 holds R4
-// float4 of the fragment) goes to dst in fragment order; then, once the
-// whole warpgroup's stores are in, one release add on its flag. The barrier
-// orders the other threads' stores before it and the release is cumulative
+// A consumer warpgroup's fp32 accumulator fragment to dst in fragment order:
+// thread t of 128 writes its R4 float4 at dst[r * 128 + t], cached in L2 only.
+template <int R4>
+__device__ __forceinline__ void storeFragment(const float (&acc)[4 * R4], float4* dst) {
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int r = 0; r < R4; ++r)
+    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+}
+
+// Split K: a consumer warpgroup's fp32 partial goes to dst (storeFragment);
+// then, once the whole warpgroup's stores are in, one release add on its
+// flag. The barrier orders the other threads' stores before it and the release is cumulative
 // over them (DESIGN.md section 3: barrier, then a release update at gpu
 // scope); a seq_cst fence before the add cost each part ~0.5 us more of its
 // fixup and is not needed (NOTES.md v13e).
 template <int R4>
 __device__ __forceinline__ void writePartial(const float (&acc)[4 * R4], float4* dst, int cw, uint32_t* flag) {
-  const int t = threadIdx.x % 128;
-#pragma unroll
-  for (int r = 0; r < R4; ++r)
-    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+  storeFragment<R4>(acc, dst);
   asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-  if (t == 0) cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
+  if (threadIdx.x % 128 == 0)
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
 }
 
-// Split K: adds a partial written by writePartial() into acc. A whole batch
-// of loads goes out before any of its adds, so the reader waits one L2 round
-// trip per batch, not per load: reading the partials is latency-bound and was
-// most of a split's cost (NOTES.md v8). Batches as large as the registers
-// beside acc allow.
-template <int R4>
-__device__ __forceinline__ void addPartial(float (&acc)[4 * R4], const float4* src) {
-  constexpr int kBatch = R4 <= 24 ? R4 : 16;
-  static_assert(R4 % kBatch == 0, "partials are added in whole batches");
-  src += threadIdx.x % 128;
+// Split K: adds n fp32 partials (the k-th at partAt(k), each written by
+// storeFragment) to acc, in the order k = 0, 1, ... for every element, so
+// the sums are the same bits however the reads are scheduled. The reads are
+// pipelined: each partial in two or four chunks, the next chunk's loads in
+// flight while the current one is added, so the reader waits about one L2
+// round trip in all instead of one per partial or batch (reading the
+// partials is latency-bound: NOTES.md v8, v13g). Two chunks of registers fit
+// beside acc.
+template <int R4, class PartAt>
+__device__ __forceinline__ void addPartials(float (&acc)[4 * R4], uint32_t n, PartAt partAt) {
+  constexpr int B = R4 <= 24 ? R4 / 2 : R4 / 4;  // float4 per chunk
+  constexpr int C = R4 / B;                     // chunks per partial
+  static_assert(R4 % B == 0 && C % 2 == 0, "partials split into an even number of whole chunks");
+  const int t = threadIdx.x % 128;
+  auto load = [&](float4(&b)[B], uint32_t k, int q) {
+    const float4* src = partAt(k) + t + q * B * 128;
 #pragma unroll
-  for (int r0 = 0; r0 < R4; r0 += kBatch) {
-    float4 v[kBatch];
+    for (int i = 0; i < B; ++i) b[i] = __ldcg(src + i * 128);
+  };
+  auto add = [&](const float4(&b)[B], int q) {
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) v[i] = __ldcg(src + (r0 + i) * 128);
+    for (int i = 0; i < B; ++i) {
+      acc[4 * (q * B + i)] += b[i].x;
+      acc[4 * (q * B + i) + 1] += b[i].y;
+      acc[4 * (q * B + i) + 2] += b[i].z;
+      acc[4 * (q * B + i) + 3] += b[i].w;
+    }
+  };
+  float4 b0[B], b1[B];
+  load(b0, 0, 0);
+  for (uint32_t k = 0; k < n; ++k) {
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      acc[4 * (r0 + i)] += v[i].x;
-      acc[4 * (r0 + i) + 1] += v[i].y;
-      acc[4 * (r0 + i) + 2] += v[i].z;
-      acc[4 * (r0 + i) + 3] += v[i].w;
+    for (int q = 0; q < C; q += 2) {
+      load(b1, k, q + 1);
+      add(b0, q);
+      if (q + 2 < C) load(b0, k, q + 2);
+      else if (k + 1 < n) load(b0, k + 1, 0);
+      add(b1, q + 1);
     }
   }
+}
+
+// Split K: adds one partial written by writePartial() into acc.
+template <int R4>
+__device__ __forceinline__ void addPartial(float (&acc)[4 * R4], const float4* src) {
+  addPartials<R4>(acc, 1u, [&](uint32_t) { return src; });
 }
 
 // Split K, shared fixup (all parts of a tile run at once): a warp's 16 rows
 // of a tile (its slab) are owned by one part; the other parts write their
 // fp32 partial of the slab (thread t of the warpgroup holds R4 float4 at
-// dst[r * 128 + t]) and raise the slab's flag, one release add per warp
+// dst[r * 128 + t], storeFragment) and raise the slab's flag, one release add per warp
 // (after __syncwarp, as writePartial after its barrier).
 template <int R4>
 __device__ __forceinline__ void writeSlabPartial(const float (&acc)[4 * R4], float4* dst, uint32_t* flag) {
-  const int t = threadIdx.x % 128;
-#pragma unroll
-  for (int r = 0; r < R4; ++r)
-    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
+  storeFragment<R4>(acc, dst);
   __syncwarp();
   if (threadIdx.x % 32 == 0)
     cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*flag).fetch_add(1u, cuda::memory_order_release);
@@ -116,50 +143,15 @@ __device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
 // writePartial or writeSlabPartial) to acc in slabOwner()'s order. acc holds
 // part `held`: the slab's owner `own` in a shared fixup, part S - 1 in a
 // finisher. First the other of own and S - 1, then the rest ascending.
-// The reads are pipelined across the parts: each part in two or four chunks,
-// the next chunk's loads in flight while the current one is added, so the
-// reader waits about one L2 round trip in all instead of one per part
-// (NOTES.md v13g). Every element still gets its parts added one by one in
-// the order above, so the sums are the same bits.
 template <int R4, class PartOf>
 __device__ __forceinline__ void addPartsInSlabOrder(float (&acc)[4 * R4], uint32_t own, uint32_t held, uint32_t S,
                                                     PartOf partOf) {
-  constexpr int B = R4 <= 24 ? R4 / 2 : R4 / 4;  // float4 per chunk; two chunks of registers beside acc
-  constexpr int C = R4 / B;                     // chunks per part
-  static_assert(R4 % B == 0 && C % 2 == 0, "parts split into an even number of whole chunks");
   auto partAt = [&](uint32_t k) -> uint32_t {  // the k-th part to add
     if (own == S - 1) return k;
     if (k == 0) return held == own ? S - 1 : own;
     return k - 1 < own ? k - 1 : k;
   };
-  const int t = threadIdx.x % 128;
-  auto load = [&](float4(&b)[B], uint32_t k, int q) {
-    const float4* src = partOf(partAt(k)) + t + q * B * 128;
-#pragma unroll
-    for (int i = 0; i < B; ++i) b[i] = __ldcg(src + i * 128);
-  };
-  auto add = [&](const float4(&b)[B], int q) {
-#pragma unroll
-    for (int i = 0; i < B; ++i) {
-      acc[4 * (q * B + i)] += b[i].x;
-      acc[4 * (q * B + i) + 1] += b[i].y;
-      acc[4 * (q * B + i) + 2] += b[i].z;
-      acc[4 * (q * B + i) + 3] += b[i].w;
-    }
-  };
-  const uint32_t n = S - 1;
-  float4 b0[B], b1[B];
-  load(b0, 0, 0);
-  for (uint32_t k = 0; k < n; ++k) {
-#pragma unroll
-    for (int q = 0; q < C; q += 2) {
-      load(b1, k, q + 1);
-      add(b0, q);
-      if (q + 2 < C) load(b0, k, q + 2);
-      else if (k + 1 < n) load(b0, k + 1, 0);
-      add(b1, q + 1);
-    }
-  }
+  addPartials<R4>(acc, S - 1, [&](uint32_t k) { return partOf(partAt(k)); });
 }
 
 }  // namespace cusync_gemm::detail
