@@ -163,7 +163,8 @@ int benchGemm(int argc, char** argv) {
           "                 llama-qkv,llama-wo)\n"
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
           "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
-          "                 128x192-pair, 128x256-pair, 128x192-stream, 128x256-stream\n"
+          "                 128x192-pair, 128x256-pair, 128x192-stream, 128x256-stream, 128x176,\n"
+          "                 128x176-splittail, 128x144, 128x144-splittail, 128x96, 128x96-splittail\n"
           "  --splitk LIST  K splits for the split configurations, group counts for the stream ones, a row\n"
           "                 each (default 0: the heuristic's)\n"
           "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"
@@ -355,9 +356,13 @@ int benchGemm(int argc, char** argv) {
                 setup.push_back(t.setupNs / 1e3);
           if (t.blockExit != 0) tOut = std::max(tOut, t.blockExit);
         }
+        // MMA time of each SM's first tile and of its later ones (a later
+        // wave runs beside other blocks' epilogues and loads).
+        std::vector<double> mmaFirst, mmaLater;
         for (auto& v : bySm) {
           std::sort(v.begin(), v.end(), [](const TileTrace* x, const TileTrace* y) { return x->mmaStart < y->mmaStart; });
           for (size_t i = 1; i < v.size(); ++i) gap.push_back((double)(v[i]->mmaStart - v[i - 1]->end) / 1e3);
+          for (size_t i = 0; i < v.size(); ++i) (i == 0 ? mmaFirst : mmaLater).push_back(v[i]->mmaNs / 1e3);
         }
         auto med = [](std::vector<double> v) {
           if (v.empty()) return 0.0;
@@ -367,6 +372,9 @@ int benchGemm(int argc, char** argv) {
         std::printf("  trace: %zu tiles; per tile (median) MMA %.2f us, epilogue %.2f us, gap to the next tile %.2f us; "
                     "first MMA to last store %.1f us\n",
                     mma.size(), med(mma), med(epi), med(gap), (t1 - t0) / 1e3);
+        if (!mmaLater.empty())
+          std::printf("  trace: MMA of each SM's first tile %.2f us (median), of its later tiles %.2f us\n", med(mmaFirst),
+                      med(mmaLater));
         if (tIn <= t0 && tOut >= t1)
           std::printf("  inside the launch: first block start to first MMA %.1f us (median first tile: %.2f us to its "
                       "ticket (%.2f us of set-up before the atomic), %.2f us more to its first MMA), MMAs to last "

@@ -57,6 +57,9 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   T128x192: 128x192 tiles; with 256 they give the heuristic two tile counts
 //   per row band, so that more shapes fill whole waves (N = 6144 at M = 512:
 //   128 tiles of 128x192 on 132 SMs against 96 of 128x256).
+//   T128x176, T128x144, T128x96 and their SplitTail forms: narrower tiles
+//   for shapes that 192 and 256 leave part-empty (N = 5504: 32 columns of
+//   176 against 29 of 192; N = 4608: 32 of 144; N = 3072: 32 of 96).
 //   T128x256SplitTail, T128x192SplitTail: 128x256 (128x192) tiles in whole
 //   waves, then the tiles of the last, part-empty wave each split into S
 //   parts (GemmArgs::splitK, or the heuristic's count) so that they fill the
@@ -93,7 +96,13 @@ enum class TileConfig {
   T128x192Pair,
   T128x256Pair,
   T128x192Stream,
-  T128x256Stream
+  T128x256Stream,
+  T128x176,
+  T128x176SplitTail,
+  T128x144,
+  T128x144SplitTail,
+  T128x96,
+  T128x96SplitTail
 };
 
 // Every configuration but Auto, for lists and tests.
@@ -102,19 +111,25 @@ constexpr TileConfig kAllTileConfigs[] = {TileConfig::T128x128,          TileCon
                                           TileConfig::T128x256SplitTail, TileConfig::T64x128SplitK,
                                           TileConfig::T64x256SplitK,     TileConfig::T128x192Pair,
                                           TileConfig::T128x256Pair,      TileConfig::T128x192Stream,
-                                          TileConfig::T128x256Stream};
+                                          TileConfig::T128x256Stream,    TileConfig::T128x176,
+                                          TileConfig::T128x176SplitTail, TileConfig::T128x144,
+                                          TileConfig::T128x144SplitTail, TileConfig::T128x96,
+                                          TileConfig::T128x96SplitTail};
 
 // Whether c splits the K loop of some tiles (a split-K workspace is used).
 constexpr bool isSplitConfig(TileConfig c) {
   return c == TileConfig::T64x128SplitK || c == TileConfig::T64x256SplitK || c == TileConfig::T128x256SplitTail ||
-         c == TileConfig::T128x192SplitTail;
+         c == TileConfig::T128x192SplitTail || c == TileConfig::T128x176SplitTail ||
+         c == TileConfig::T128x144SplitTail || c == TileConfig::T128x96SplitTail;
 }
 // Whether c launches clusters of two blocks per stage tile (B multicast).
 constexpr bool isPairConfig(TileConfig c) { return c == TileConfig::T128x192Pair || c == TileConfig::T128x256Pair; }
 // Whether c is a stream configuration (gemm() without a stage only).
 constexpr bool isStreamConfig(TileConfig c) { return c == TileConfig::T128x192Stream || c == TileConfig::T128x256Stream; }
 constexpr bool isTailSplitConfig(TileConfig c) {
-  return c == TileConfig::T128x256SplitTail || c == TileConfig::T128x192SplitTail;
+  return c == TileConfig::T128x256SplitTail || c == TileConfig::T128x192SplitTail ||
+         c == TileConfig::T128x176SplitTail || c == TileConfig::T128x144SplitTail ||
+         c == TileConfig::T128x96SplitTail;
 }
 
 // One tile's timeline, written when GemmArgs::trace is set (for analysis of

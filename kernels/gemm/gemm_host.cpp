@@ -36,6 +36,12 @@ const char* toString(TileConfig c) {
     case TileConfig::T64x256SplitK: return "64x256-splitk";
     case TileConfig::T128x192Stream: return "128x192-stream";
     case TileConfig::T128x256Stream: return "128x256-stream";
+    case TileConfig::T128x176: return "128x176";
+    case TileConfig::T128x176SplitTail: return "128x176-splittail";
+    case TileConfig::T128x144: return "128x144";
+    case TileConfig::T128x144SplitTail: return "128x144-splittail";
+    case TileConfig::T128x96: return "128x96";
+    case TileConfig::T128x96SplitTail: return "128x96-splittail";
   }
   return "?";
 }
@@ -64,6 +70,12 @@ TileShape tileShape(TileConfig c) {
     case TileConfig::T64x256SplitK: return {64, 256, 64};
     case TileConfig::T128x192Stream: return {128, 192, 64};
     case TileConfig::T128x256Stream: return {128, 256, 64};
+    case TileConfig::T128x176: return {128, 176, 64};
+    case TileConfig::T128x176SplitTail: return {128, 176, 64};
+    case TileConfig::T128x144: return {128, 144, 64};
+    case TileConfig::T128x144SplitTail: return {128, 144, 64};
+    case TileConfig::T128x96: return {128, 96, 64};
+    case TileConfig::T128x96SplitTail: return {128, 96, 64};
     case TileConfig::Auto: break;
   }
   bad("tileShape: configuration 'auto' has no shape; resolve it first");
@@ -122,10 +134,22 @@ constexpr double kStreamFixup = 4.0;
 constexpr double kStreamTileOverhead = kTileOverhead / 2;
 constexpr double kStreamMargin = 0.97;
 constexpr int64_t kStreamMinBands = 4;
+// Narrow widths (176, 144, 96; NOTES.md v14): fitted to one-wave launches at
+// K >= 8192 against 128x192 on the same shape (llama-mlp1 M = 512,
+// gpt3-qkv M = 512, llama-qkv M = 512). In a second wave their tiles ran
+// 9% slower than in the first (128x176 traced at llama-mlp1 M = 1024), so
+// the heuristic takes them only where every tile or part runs in one wave.
 double stepCost(uint32_t bn) {
-  const double rate = bn == 256 ? 1.0 : bn == 192 ? 0.98 : 0.72;
+  const double rate = bn == 256   ? 1.0
+                      : bn == 192 ? 0.98
+                      : bn == 176 ? 0.96
+                      : bn == 144 ? 0.855
+                      : bn == 96  ? 0.71
+                                  : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
 }
+bool isNarrow(uint32_t bn) { return bn == 176 || bn == 144 || bn == 96; }
+constexpr int64_t kNarrowMinKIters = 64;
 
 // Tail split: whole waves of 128 x bn tiles, then the R tiles left (R < SMs)
 // each split into S parts, S chosen for the least estimated time: the part
@@ -133,6 +157,10 @@ double stepCost(uint32_t bn) {
 // extra split a fixup: an fp32 partial written, then read back by the
 // finishing block after its siblings are done, which is latency-bound
 // (measured ~4-8 us per split for 128x192 at M = 256, NOTES.md v8).
+// Per extra split, per 256 columns: the partial's write and the finisher's
+// wait and read. 8 (was 6) orders the one-wave splits at llama-qkv M = 256 as
+// measured (NOTES.md v14c: 96/t2 30.8 us, 144/t3 32.0, 176/t3 32.6, 192/t4 33.8).
+constexpr double kTailFixup = 8.0;
 struct TailPlan {
   uint32_t splits = 1;
   uint32_t dpTiles = 0;
@@ -158,12 +186,14 @@ TailPlan tailPlan(int64_t M, int64_t N, int64_t K, int numSMs, int forcedSplits,
   // fixup outweighed the gain. Each part but the last pays a partial write,
   // and the finisher reads S - 1 partials.
   if (forcedSplits <= 0 && (kIters < 64 || 2 * rest > numSMs)) return p;
+  // Narrow widths split only where no whole wave precedes (see stepCost).
+  if (forcedSplits <= 0 && isNarrow(bn) && waves > 0) return p;
   int64_t maxS = std::min<int64_t>(forcedSplits > 0 ? std::min(forcedSplits, kSplitMax) : 8, kIters);
   if (forcedSplits <= 0) maxS = std::min<int64_t>(maxS, numSMs / rest);
   for (int64_t S = forcedSplits > 0 ? maxS : 2; S <= maxS; ++S) {
     const double write = 2.0 * static_cast<double>(bn) / 256.0;
     const double part = static_cast<double>(cdiv(kIters, S)) * step + kTileOverhead + write;
-    const double fixup = 6.0 * static_cast<double>(bn) / 256.0 * static_cast<double>(S - 1);
+    const double fixup = kTailFixup * static_cast<double>(bn) / 256.0 * static_cast<double>(S - 1);
     const double c = static_cast<double>(waves) * tileCost + static_cast<double>(cdiv(rest * S, numSMs)) * part + fixup;
     if (forcedSplits > 0 || c < p.cost) p.splits = static_cast<uint32_t>(S), p.cost = c;
   }
@@ -312,6 +342,22 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
     const TailPlan tail = tailPlan(M, N, K, numSMs, 0, tileShape(c).bn);
     if (tail.splits < 2) continue;
     if (bestTail == TileConfig::Auto || tail.cost < bestTailCost) bestTail = c, bestTailCost = tail.cost;
+  }
+  // Narrow widths: the full heuristic only (the pipelines' tile syncs were
+  // measured with 128-256 wide tiles), one wave of tiles or parts, K of at
+  // least 64 k-blocks (NOTES.md v14: where they were measured to win).
+  const int64_t kItersAll = cdiv(K, 64);
+  if (allowSplitK && kItersAll >= kNarrowMinKIters) {
+    for (TileConfig c : {TileConfig::T128x176, TileConfig::T128x144, TileConfig::T128x96}) {
+      if (cdiv(M, 128) * cdiv(N, tileShape(c).bn) > numSMs) continue;
+      const double cost = estimatedCost(M, N, K, numSMs, c);
+      if (cost < bestCost * 0.999) best = c, bestCost = cost;
+    }
+    for (TileConfig c : {TileConfig::T128x176SplitTail, TileConfig::T128x144SplitTail, TileConfig::T128x96SplitTail}) {
+      const TailPlan tail = tailPlan(M, N, K, numSMs, 0, tileShape(c).bn);
+      if (tail.splits < 2) continue;
+      if (bestTail == TileConfig::Auto || tail.cost < bestTailCost) bestTail = c, bestTailCost = tail.cost;
+    }
   }
   if (bestTail != TileConfig::Auto && bestTailCost < 0.95 * bestCost) best = bestTail, bestCost = bestTailCost;
   // Cluster pairs (256-row stage tiles) only in the full heuristic: pipeline

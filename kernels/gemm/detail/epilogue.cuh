@@ -166,7 +166,7 @@ __device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g
 // writes output columns [n0 / 2, n0 / 2 + WN / 2)). `scratch` is this warp's
 // kScratchPerWarp bytes of shared memory.
 // Whole 64-column chunks go out through TMA (tmC, NB scratch buffers of
-// kScratchPerWarp bytes per warp); a 32-column rest through 16-byte stores.
+// kScratchPerWarp bytes per warp); the rest as below.
 template <class T, int WN, Epilogue E, int NB>
 __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiParams& p, int64_t rowBase, int64_t n0,
                                          unsigned char* scratch, const CUtensorMap* tmC) {
@@ -174,7 +174,7 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiPa
   using T2 = typename Ops::T2;
   constexpr bool kGlu = E == Epilogue::SwiGLU;
   constexpr int WO = kGlu ? WN / 2 : WN;  // output columns
-  static_assert(WO % 32 == 0, "output width of a warpgroup must be a multiple of 32");
+  static_assert(WO % 8 == 0, "output width of a warpgroup must be whole 8-column groups");
   const int t = threadIdx.x % 128;
   const int warp = t / 32, lane = t % 32;
   const int64_t row0 = rowBase + warp * 16;  // this warp's first row
@@ -234,11 +234,26 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiPa
 #pragma unroll
   for (int c = 0; c < WO / 64; ++c)
     storeChunkTma<NB, T>(out, 8 * c, scratch + (c % NB) * kScratchPerWarp, tmC, row0, col0);
-  if constexpr (WO % 64 == 32) {
+  // The rest (8-56 columns: tiles 96, 144 or 176 wide, SwiGLU halves) in
+  // 16-byte row stores through the scratch, 32 then 16 columns, and a last
+  // 8-column group straight from the registers (4 bytes per lane and row).
+  constexpr int kRest = WO % 64;
+  if constexpr (kRest >= 16) {
     constexpr int b = (WO / 64) % NB;
     if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<NB - 1>());
     __syncwarp();
-    storeChunk<T, 2>(out, WO / 64 * 8, sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
+    if constexpr (kRest >= 32) storeChunk<T, 2>(out, WO / 64 * 8, sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
+    if constexpr (kRest % 32 >= 16)
+      storeChunk<T, 1>(out, WO / 64 * 8 + (kRest >= 32 ? 4 : 0), sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
+  }
+  if constexpr (kRest % 16 == 8) {
+    constexpr int g = WO / 8 - 1;
+    const int64_t col = col0 + 8 * g + q2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = rowA + 8 * h;
+      if (row < p.M && col < nOut) *reinterpret_cast<uint32_t*>(C + row * nOut + col) = out[2 * g + h];
+    }
   }
 }
 

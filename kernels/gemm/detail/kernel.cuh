@@ -84,17 +84,25 @@ struct SplitParams {
 // Shared memory of a block: the ring of k-block slots (A then B), its full
 // and empty mbarriers, the work unit of each slot, and the consumers'
 // epilogue scratch. As many slots as fit beside the scratch.
-template <int BN, int BM = 128, bool Deep = false>
+template <int BN, int BM = 128, bool Deep = false, int TransB = 0>
 struct Ring {
   static constexpr int kABytes = BM * kBK * 2;
-  static constexpr int kBBytes = BN * kBK * 2;
+  // B's slot: BN rows of 128 bytes ([N, K]), or whole boxes of 64 columns
+  // ([K, N]: 176 columns take three, the last one part used).
+  static constexpr int kBBytes = (TransB == 0 ? BN : (BN + 63) / 64 * 64) * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   // 128x192 keeps 4 stages (not 5) so that its epilogue scratch holds two
   // buffers per warp (NOTES.md v10j: same-machine A/B, 2 fewer misses). Deep
   // (stream launches) keeps 5 and one buffer: streams are picked for short-K
   // shapes, where v10j measured 5 stages 1.0-1.6% faster (gpt3-wo M = 256-512).
-  static constexpr int kStages =
-      BM == 64 ? (BN == 256 ? 5 : 8) : (BN == 256 ? 4 : BN == 192 ? (Deep ? 5 : 4) : 6);
+  // Other widths (176): as many slots as fit beside two epilogue buffers per
+  // warp and 2 KiB of barriers, slot records and alignment.
+  static constexpr int kFitStages = (232448 - 1024 - 2048 - 8 * 2 * kScratchPerWarp) / kStageBytes;
+  static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8)
+                                 : BN == 256 ? 4
+                                 : BN == 192 ? (Deep ? 5 : 4)
+                                 : BN == 128 ? 6
+                                             : kFitStages;
   static constexpr int kBarOffset = kStages * kStageBytes;
   static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
   // Pair launches: the tile handed to the second block, and the mbarriers
@@ -114,8 +122,8 @@ struct Ring {
 
 // The ring of a schedule's kernel (stream launches keep the deeper one); the
 // launch sizes shared memory by the same type.
-template <Sched Sc, int BN, int BM>
-using RingOf = Ring<BN, BM, Sc == Sched::Stream>;
+template <Sched Sc, int BN, int BM, int TransB>
+using RingOf = Ring<BN, BM, Sc == Sched::Stream, TransB>;
 
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
 // TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
@@ -144,7 +152,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   constexpr bool Pair = Sc == Sched::Pair;
   constexpr int kRowsPerTile = Pair ? 2 * BM : BM;  // stage tile rows
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
-  using R = RingOf<Sc, BN, BM>;
+  using R = RingOf<Sc, BN, BM, TransB>;
   constexpr int S = R::kStages;
   extern __shared__ __align__(1024) unsigned char smemRaw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
@@ -417,7 +425,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
             }
           } else {
             // B as one box ([N, K]) or BN / 64 boxes of 64 columns ([K, N]).
-            constexpr int kBoxes = TransB == 0 ? 1 : BN / 64;
+            constexpr int kBoxes = TransB == 0 ? 1 : (BN + 63) / 64;
 #pragma unroll
             for (int c = 0; c < kBoxes; ++c) {
               const int32_t cb[2] = {TransB == 0 ? k0 : n0 + 64 * c, TransB == 0 ? n0 : k0};

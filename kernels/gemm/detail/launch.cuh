@@ -39,8 +39,13 @@ constexpr auto kernelFor() {
 // The split-K parameters and per-stage workspace of a launch of `a` in `view` with `blocks` blocks.
 template <int BM, int BN, class In, class Out>
 SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
-  static_assert(BM == 64 ? (BN == 128 || BN == 256) : (BN == 192 || BN == 256), "no split configuration of this shape");
-  const TileConfig c = BM == 128 ? (BN == 256 ? TileConfig::T128x256SplitTail : TileConfig::T128x192SplitTail)
+  static_assert(BM == 64 ? (BN == 128 || BN == 256) : (BN == 96 || BN == 144 || BN == 176 || BN == 192 || BN == 256),
+                "no split configuration of this shape");
+  const TileConfig c = BM == 128 ? (BN == 256   ? TileConfig::T128x256SplitTail
+                                    : BN == 192 ? TileConfig::T128x192SplitTail
+                                    : BN == 176 ? TileConfig::T128x176SplitTail
+                                    : BN == 144 ? TileConfig::T128x144SplitTail
+                                                : TileConfig::T128x96SplitTail)
                        : BN == 256 ? TileConfig::T64x256SplitK
                                    : TileConfig::T64x128SplitK;
   const int sms = currentDevice().sms;
@@ -82,7 +87,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
                   const LaunchOpts& o = {}) {
   static_assert(BM == 128 || Sc == Sched::SplitK, "BM 64 goes with split K");
   static_assert(Sc != Sched::Pair || TB == 1 || (BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
-  constexpr int smem = RingOf<Sc, BN, BM>::kSmemRequest;
+  constexpr int smem = RingOf<Sc, BN, BM, TB>::kSmemRequest;
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   const CUtensorMap tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, BM);
   // Pair: each block of a cluster loads half of B's rows ([N, K]) or of its
@@ -140,6 +145,14 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
     case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, o);
     case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, o);
     case TileConfig::T128x256: return dispatchEpilogue<T, 128, 256, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x176: return dispatchEpilogue<T, 128, 176, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x176SplitTail:
+      return dispatchEpilogue<T, 128, 176, TB, Sched::SplitK>(a, v, blocks, s, o);
+    case TileConfig::T128x144: return dispatchEpilogue<T, 128, 144, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x144SplitTail:
+      return dispatchEpilogue<T, 128, 144, TB, Sched::SplitK>(a, v, blocks, s, o);
+    case TileConfig::T128x96: return dispatchEpilogue<T, 128, 96, TB, Sched::Tiles>(a, v, blocks, s, o);
+    case TileConfig::T128x96SplitTail: return dispatchEpilogue<T, 128, 96, TB, Sched::SplitK>(a, v, blocks, s, o);
     case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, o);
     case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, o);
     case TileConfig::T128x192SplitTail:

@@ -62,11 +62,20 @@ __device__ __forceinline__ void fenceRegs(float (&d)[R]) {
 template <class T, int BN, int TransB>
 __device__ __forceinline__ void mma16(float (&acc)[BN / 2], uint64_t da, uint64_t db, int scaleD) {
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
-  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma width");
-  if constexpr (BN == 256) bf ? wgmma_m64n256k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n256k16_f16<TransB>(acc, da, db, scaleD);
-  if constexpr (BN == 192) bf ? wgmma_m64n192k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n192k16_f16<TransB>(acc, da, db, scaleD);
-  if constexpr (BN == 128) bf ? wgmma_m64n128k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n128k16_f16<TransB>(acc, da, db, scaleD);
-  if constexpr (BN == 64) bf ? wgmma_m64n64k16_bf16<TransB>(acc, da, db, scaleD) : wgmma_m64n64k16_f16<TransB>(acc, da, db, scaleD);
+  static_assert(BN == 64 || BN == 96 || BN == 128 || BN == 144 || BN == 168 || BN == 176 || BN == 192 || BN == 256,
+                "wgmma width");
+#define CUSYNC_GEMM_MMA16_CASE(W)                                                        \
+  if constexpr (BN == W) bf ? wgmma_m64n##W##k16_bf16<TransB>(acc, da, db, scaleD)      \
+                            : wgmma_m64n##W##k16_f16<TransB>(acc, da, db, scaleD);
+  CUSYNC_GEMM_MMA16_CASE(256)
+  CUSYNC_GEMM_MMA16_CASE(192)
+  CUSYNC_GEMM_MMA16_CASE(176)
+  CUSYNC_GEMM_MMA16_CASE(168)
+  CUSYNC_GEMM_MMA16_CASE(144)
+  CUSYNC_GEMM_MMA16_CASE(128)
+  CUSYNC_GEMM_MMA16_CASE(96)
+  CUSYNC_GEMM_MMA16_CASE(64)
+#undef CUSYNC_GEMM_MMA16_CASE
 }
 
 __device__ __forceinline__ void mbarWait(uint64_t* bar, uint32_t parity) {

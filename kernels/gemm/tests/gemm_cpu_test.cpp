@@ -145,7 +145,7 @@ TEST(GemmConfig, EveryConfigHasAShape) {
   for (TileConfig c : kAllTileConfigs) {
     const TileShape t = tileShape(c);
     EXPECT_TRUE(t.bm == 64 || t.bm == 128 || (t.bm == 256 && isPairConfig(c))) << toString(c);
-    EXPECT_EQ(t.bn % 64, 0u) << toString(c);
+    EXPECT_EQ(t.bn % 16, 0u) << toString(c);  // whole 16-byte groups, SwiGLU halves too
     EXPECT_EQ(t.bk, 64u);
     GemmArgs a = good();
     a.config = c;
@@ -375,10 +375,11 @@ TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
       EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
     }
   // Measured gains on the H100 (NOTES.md v12a): gpt3-qkv M = 512 (96 tiles of
-  // 128x192 on 132 SMs) 1.20x -> 1.15x cuBLAS; gpt3-wo M = 4096 1.043 -> 1.015.
+  // 128x192 on 132 SMs) 1.20x -> 1.15x cuBLAS, since then 128 tiles of
+  // 128x144 (v14c: 1.04x); gpt3-wo M = 4096 1.043 -> 1.015.
   GemmArgs a = good();
   a.M = 512, a.N = 4608, a.K = 12288;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x144);
   a.M = 4096, a.N = 12288, a.K = 1536;
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
   a.M = 512;  // whole columns per group (v12h): 1.079 -> 1.051
@@ -388,6 +389,49 @@ TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
   EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 64u);
   a.M = 1024, a.N = 3072, a.K = 8192;  // llama-qkv: whole waves of 128x192 already
   EXPECT_EQ(resolveNoSyncConfig(a, 132), resolveConfig(a, 132));
+}
+
+// Narrow widths (176, 144, 96; NOTES.md v14c): picked by the full heuristic
+// only, where every tile or split part runs in one wave and K has at least
+// 64 k-blocks; never by the pipelines' chooseConfig(M, N, K, SMs).
+bool isNarrowConfig(TileConfig c) {
+  const uint32_t bn = isStreamConfig(c) || c == TileConfig::Auto ? 0 : tileShape(c).bn;
+  return bn == 176 || bn == 144 || bn == 96;
+}
+
+TEST(GemmNarrow, OneWaveLongKOnly) {
+  for (const auto& s : kShapesNK)
+    for (int64_t M : {1, 64, 100, 256, 300, 512, 640, 1024, 2048, 4096}) {
+      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(s[0]) + "x" + std::to_string(s[1]));
+      EXPECT_FALSE(isNarrowConfig(chooseConfig(M, s[0], s[1], 132)));
+      GemmArgs a = good();
+      a.M = M, a.N = s[0], a.K = s[1];
+      const TileConfig c = resolveNoSyncConfig(a, 132);
+      if (!isNarrowConfig(c)) continue;
+      EXPECT_GE((s[1] + 63) / 64, 64);
+      EXPECT_EQ(splitDataParallelTiles(a, c, 132), isTailSplitConfig(c) ? 0u : stageGrid(a, c).count());
+      EXPECT_LE(stageGrid(a, c).count() * splitCount(a, c, 132), 132u);
+    }
+}
+
+TEST(GemmNarrow, MeasuredPicks) {
+  // H100, cusync-bench gemm (NOTES.md v14c): ours / cuBLAS before -> after.
+  GemmArgs a = good();
+  a.N = 5504, a.K = 8192;  // llama-mlp1
+  a.M = 256;               // 128x192/t2 1.128 -> 128x176/t2 1.065
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176SplitTail);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x176SplitTail, 132), 2u);
+  a.M = 512;  // 128x192 1.093 -> 128x176 1.036 (128 tiles against 116)
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176);
+  a.N = 4608, a.K = 12288;  // gpt3-qkv
+  a.M = 256;                // 128x256/t3 1.176 -> 128x144/t2 1.072
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x144SplitTail);
+  a.N = 3072, a.K = 8192;  // llama-qkv
+  a.M = 256;               // 128x192/t4 1.121 -> 128x96/t2 1.027
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x96SplitTail);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x96SplitTail, 132), 2u);
+  a.M = 512;  // 128x96 (128 tiles) 1.225 lost to 128x192/t2 1.156
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x192SplitTail);
 }
 
 }  // namespace
