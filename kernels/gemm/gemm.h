@@ -60,6 +60,9 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 //   T128x176, T128x144, T128x96 and their SplitTail forms: narrower tiles
 //   for shapes that 192 and 256 leave part-empty (N = 5504: 32 columns of
 //   176 against 29 of 192; N = 4608: 32 of 144; N = 3072: 32 of 96).
+//   T128x168 (whole tiles only): N = 5504 in 33 columns, whole waves of 132
+//   tiles at M = 512, 1024, 2048. Not with SwiGLU, whose gate and up blocks
+//   of 8 columns come in pairs (168 = 21 blocks).
 //   T128x256SplitTail, T128x192SplitTail: 128x256 (128x192) tiles in whole
 //   waves, then the tiles of the last, part-empty wave each split into S
 //   parts (GemmArgs::splitK, or the heuristic's count) so that they fill the
@@ -102,7 +105,8 @@ enum class TileConfig {
   T128x144,
   T128x144SplitTail,
   T128x96,
-  T128x96SplitTail
+  T128x96SplitTail,
+  T128x168
 };
 
 // Every configuration but Auto, for lists and tests.
@@ -114,7 +118,7 @@ constexpr TileConfig kAllTileConfigs[] = {TileConfig::T128x128,          TileCon
                                           TileConfig::T128x256Stream,    TileConfig::T128x176,
                                           TileConfig::T128x176SplitTail, TileConfig::T128x144,
                                           TileConfig::T128x144SplitTail, TileConfig::T128x96,
-                                          TileConfig::T128x96SplitTail};
+                                          TileConfig::T128x96SplitTail,  TileConfig::T128x168};
 
 // Whether c splits the K loop of some tiles (a split-K workspace is used).
 constexpr bool isSplitConfig(TileConfig c) {
@@ -124,6 +128,8 @@ constexpr bool isSplitConfig(TileConfig c) {
 }
 // Whether c launches clusters of two blocks per stage tile (B multicast).
 constexpr bool isPairConfig(TileConfig c) { return c == TileConfig::T128x192Pair || c == TileConfig::T128x256Pair; }
+// Whether c's tiles hold whole SwiGLU gate/up pairs (tile width a multiple of 16).
+constexpr bool supportsSwiGLU(TileConfig c) { return c != TileConfig::T128x168; }
 // Whether c is a stream configuration (gemm() without a stage only).
 constexpr bool isStreamConfig(TileConfig c) { return c == TileConfig::T128x192Stream || c == TileConfig::T128x256Stream; }
 constexpr bool isTailSplitConfig(TileConfig c) {

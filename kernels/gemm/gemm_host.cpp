@@ -42,6 +42,7 @@ const char* toString(TileConfig c) {
     case TileConfig::T128x144SplitTail: return "128x144-splittail";
     case TileConfig::T128x96: return "128x96";
     case TileConfig::T128x96SplitTail: return "128x96-splittail";
+    case TileConfig::T128x168: return "128x168";
   }
   return "?";
 }
@@ -76,6 +77,7 @@ TileShape tileShape(TileConfig c) {
     case TileConfig::T128x144SplitTail: return {128, 144, 64};
     case TileConfig::T128x96: return {128, 96, 64};
     case TileConfig::T128x96SplitTail: return {128, 96, 64};
+    case TileConfig::T128x168: return {128, 168, 64};
     case TileConfig::Auto: break;
   }
   bad("tileShape: configuration 'auto' has no shape; resolve it first");
@@ -143,12 +145,13 @@ double stepCost(uint32_t bn) {
   const double rate = bn == 256   ? 1.0
                       : bn == 192 ? 0.98
                       : bn == 176 ? 0.96
+                      : bn == 168 ? 0.955
                       : bn == 144 ? 0.855
                       : bn == 96  ? 0.71
                                   : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
 }
-bool isNarrow(uint32_t bn) { return bn == 176 || bn == 144 || bn == 96; }
+bool isNarrow(uint32_t bn) { return bn == 176 || bn == 168 || bn == 144 || bn == 96; }
 constexpr int64_t kNarrowMinKIters = 64;
 
 // Tail split: whole waves of 128 x bn tiles, then the R tiles left (R < SMs)
@@ -325,7 +328,17 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
   return static_cast<double>(cdiv(tiles, numSMs)) * (static_cast<double>(kIters) * stepCost(t.bn) + kTileOverhead);
 }
 
+namespace {
+TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK, bool swiglu);
+}
+
 TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK) {
+  return chooseConfigFor(M, N, K, numSMs, allowSplitK, false);
+}
+
+namespace {
+// swiglu: only configurations whose tiles hold whole gate/up pairs.
+TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool allowSplitK, bool swiglu) {
   if (M < 1 || N < 1 || numSMs < 1) bad("chooseConfig: M, N and the SM count must be positive");
   if (K < 1) K = 64;
   // The least estimated cost; ties go to the earlier, wider tile. A tail
@@ -344,12 +357,15 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
     if (bestTail == TileConfig::Auto || tail.cost < bestTailCost) bestTail = c, bestTailCost = tail.cost;
   }
   // Narrow widths: the full heuristic only (the pipelines' tile syncs were
-  // measured with 128-256 wide tiles), one wave of tiles or parts, K of at
-  // least 64 k-blocks (NOTES.md v14: where they were measured to win).
+  // measured with 128-256 wide tiles), K of at least 64 k-blocks, whole tiles
+  // in one wave or in waves whose last one is at least 90% full, split parts
+  // in one wave (NOTES.md v14: where they were measured to win).
   const int64_t kItersAll = cdiv(K, 64);
   if (allowSplitK && kItersAll >= kNarrowMinKIters) {
-    for (TileConfig c : {TileConfig::T128x176, TileConfig::T128x144, TileConfig::T128x96}) {
-      if (cdiv(M, 128) * cdiv(N, tileShape(c).bn) > numSMs) continue;
+    for (TileConfig c : {TileConfig::T128x176, TileConfig::T128x168, TileConfig::T128x144, TileConfig::T128x96}) {
+      if (swiglu && !supportsSwiGLU(c)) continue;
+      const int64_t tiles = cdiv(M, 128) * cdiv(N, tileShape(c).bn), rest = tiles % numSMs;
+      if (tiles > numSMs && rest != 0 && 10 * rest < 9 * static_cast<int64_t>(numSMs)) continue;
       const double cost = estimatedCost(M, N, K, numSMs, c);
       if (cost < bestCost * 0.999) best = c, bestCost = cost;
     }
@@ -376,6 +392,7 @@ TileConfig chooseConfig(int64_t M, int64_t N, int64_t K, int numSMs, bool allowS
   if (allowSplitK && M <= 64 && kIters >= 16) best = TileConfig::T64x128SplitK;
   return best;
 }
+}  // namespace
 
 void checkArgs(const GemmArgs& a) {
   if (a.M < 1) bad("M = " + std::to_string(a.M) + ": need M >= 1");
@@ -396,10 +413,15 @@ void checkArgs(const GemmArgs& a) {
   if (a.splitK < 0) bad("splitK = " + std::to_string(a.splitK) + ": need 0 (heuristic) or a positive count");
   if (a.config != TileConfig::Auto && !configImplemented(a.config))
     bad(std::string("tile configuration ") + toString(a.config) + " is not implemented in this build");
+  if (a.epilogue == Epilogue::SwiGLU && a.config != TileConfig::Auto && !supportsSwiGLU(a.config))
+    bad(std::string("tile configuration ") + toString(a.config) +
+        " cannot run SwiGLU: its tiles split gate/up column pairs (use a width that is a multiple of 16)");
 }
 
 TileConfig resolveConfig(const GemmArgs& a, int numSMs) {
-  return a.config == TileConfig::Auto ? chooseConfig(a.M, a.N, a.K, numSMs, /*allowSplitK=*/true) : a.config;
+  return a.config == TileConfig::Auto
+             ? chooseConfigFor(a.M, a.N, a.K, numSMs, /*allowSplitK=*/true, a.epilogue == Epilogue::SwiGLU)
+             : a.config;
 }
 
 TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {

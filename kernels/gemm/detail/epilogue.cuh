@@ -39,6 +39,12 @@ struct EpiParams {
   // NoSync stages only: each block's first tile is the one at its own index
   // in the stage order, taken without a ticket (kernel.cuh, gemmBody).
   bool staticFirst = false;
+  // With staticFirst, Tiles schedule only: every later tile static too (block
+  // b computes tiles b, b + blocks, b + 2 blocks, ...), no tickets at all.
+  // Measured on the H100 (NOTES.md v14e): tiles taken by ticket after the
+  // first wave ran 6-9% slower than first-wave tiles at 176 columns (1-4% at
+  // 192), static ones 2-6%: the blocks that share a B column stay neighbours.
+  bool staticAll = false;
   // B's TMA loads carry an L2 evict-first policy: the weights stream through
   // L2 once per band, and A, C and the split partials should outlive them
   // (NOTES.md v12b: a stream launch's partials otherwise went to DRAM and back).

@@ -18,7 +18,9 @@ struct LaunchOpts {
   unsigned numAttrs = 0;
   bool waitPrior = false;
   bool staticFirst = false;  // EpiParams::staticFirst
+  bool staticAll = false;    // EpiParams::staticAll
   bool bEvictFirst = false;  // EpiParams::bEvictFirst
+  bool bEvictAlways = false; // bEvictFirst on every shape, not only where weightsEvictFirst() says so
 };
 
 // The programmatic-stream-serialization (PDL) launch attribute.

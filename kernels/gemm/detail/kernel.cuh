@@ -180,6 +180,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
   constexpr bool kNoSyncStage = cusync::policy::isNoSync<In> && cusync::policy::isNoSync<Out>;
   static_assert(!Stream || kNoSyncStage, "stream blocks take no tickets: NoSync stages only");
   const bool staticFirst = kNoSyncStage && p.staticFirst;
+  const bool staticAll = staticFirst && p.staticAll && Sc == Sched::Tiles;
   const uint32_t ticketBlocks = Pair ? gridDim.x / 2 : gridDim.x;
   // Tiles, Pair: the tile of ticket t (taken from the stage's counter).
   // Static first tiles: a run takes numTiles tickets (the tiles past the
@@ -328,6 +329,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       constexpr uint32_t kTx = R::kStageBytes;
       bool haveFirst = true;
       unsigned long long nextTicket = 0;  // Tiles, Pair: the next tile's ticket, taken during this one
+      uint32_t lastIndex = 0;             // Tiles with staticAll: the stage-order index of the last tile
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
       const uint64_t bPolicy = p.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t mboxPhase = 0;
@@ -350,7 +352,19 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
           // NOTES.md v10e). A whole tile ahead measured up to 11% slower
           // where the last wave is nearly full: blocks then keep tiles that
           // a block finishing earlier would have taken (NOTES.md v8).
-          if (rank == 0) u.w = haveFirst ? first.w : tileOf(nextTicket);
+          if (rank == 0) {
+            if (haveFirst) {
+              u.w = first.w;
+            } else if (staticAll) {
+              u.w.run = 1;
+              u.w.index = lastIndex + gridDim.x;
+              u.w.valid = u.w.index < view.numTiles;
+              if (u.w.valid) u.w.tile = cusync::protocol::persistentTile(view, u.w.index);
+            } else {
+              u.w = tileOf(nextTicket);
+            }
+            lastIndex = u.w.index;
+          }
           if constexpr (Pair) {
             if (rank == 0) {
               mbarWaitCluster(mboxEmpty, mboxPhase ^ 1);
@@ -384,7 +398,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         for (int kb = u.kb0; kb < u.kb1; ++kb) {
           if (kb > u.kb0) waitEmpty(stage, phase);
           if constexpr (!Split && !Stream) {
-            if (rank == 0 && kb == kbTicket) nextTicket = cusync::ticketElected(view);
+            if (rank == 0 && kb == kbTicket && !staticAll) nextTicket = cusync::ticketElected(view);
           }
           unsigned char* sa = smem + stage * R::kStageBytes;
           unsigned char* sb = sa + R::kABytes;

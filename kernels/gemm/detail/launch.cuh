@@ -98,7 +98,8 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   const CUtensorMap tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
   const EpiParams p{a.bias,      a.residual,    a.trace,
                     a.M,         a.N,           a.K,
-                    o.waitPrior, o.staticFirst, o.bEvictFirst && weightsEvictFirst(a.M, a.K)};
+                    o.waitPrior, o.staticFirst, o.staticAll,
+                    o.bEvictFirst && (o.bEvictAlways || weightsEvictFirst(a.M, a.K))};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
   (void)ready;
@@ -132,7 +133,10 @@ void dispatchEpilogue(const GemmArgs& a, const cusync::StageView<In, Out>& v, ui
     case Epilogue::Identity: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Identity>(a, v, blocks, s, o);
     case Epilogue::Bias: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Bias>(a, v, blocks, s, o);
     case Epilogue::Gelu: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Gelu>(a, v, blocks, s, o);
-    case Epilogue::SwiGLU: return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, o);
+    case Epilogue::SwiGLU:
+      // Widths of odd 8-column blocks split gate/up pairs (checkArgs refuses them).
+      if constexpr (BN % 16 == 0) return launchKernel<T, BM, BN, TB, Sc, Epilogue::SwiGLU>(a, v, blocks, s, o);
+      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "SwiGLU needs a tile width that is a multiple of 16");
     case Epilogue::Residual: return launchKernel<T, BM, BN, TB, Sc, Epilogue::Residual>(a, v, blocks, s, o);
   }
 }
@@ -153,6 +157,7 @@ void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, 
       return dispatchEpilogue<T, 128, 144, TB, Sched::SplitK>(a, v, blocks, s, o);
     case TileConfig::T128x96: return dispatchEpilogue<T, 128, 96, TB, Sched::Tiles>(a, v, blocks, s, o);
     case TileConfig::T128x96SplitTail: return dispatchEpilogue<T, 128, 96, TB, Sched::SplitK>(a, v, blocks, s, o);
+    case TileConfig::T128x168: return dispatchEpilogue<T, 128, 168, TB, Sched::Tiles>(a, v, blocks, s, o);
     case TileConfig::T128x192Pair: return dispatchEpilogue<T, 128, 192, TB, Sched::Pair>(a, v, blocks, s, o);
     case TileConfig::T128x256Pair: return dispatchEpilogue<T, 128, 256, TB, Sched::Pair>(a, v, blocks, s, o);
     case TileConfig::T128x192SplitTail:

@@ -145,7 +145,7 @@ TEST(GemmConfig, EveryConfigHasAShape) {
   for (TileConfig c : kAllTileConfigs) {
     const TileShape t = tileShape(c);
     EXPECT_TRUE(t.bm == 64 || t.bm == 128 || (t.bm == 256 && isPairConfig(c))) << toString(c);
-    EXPECT_EQ(t.bn % 16, 0u) << toString(c);  // whole 16-byte groups, SwiGLU halves too
+    EXPECT_EQ(t.bn % (supportsSwiGLU(c) ? 16u : 8u), 0u) << toString(c);  // whole SwiGLU gate/up pairs
     EXPECT_EQ(t.bk, 64u);
     GemmArgs a = good();
     a.config = c;
@@ -409,9 +409,37 @@ TEST(GemmNarrow, OneWaveLongKOnly) {
       const TileConfig c = resolveNoSyncConfig(a, 132);
       if (!isNarrowConfig(c)) continue;
       EXPECT_GE((s[1] + 63) / 64, 64);
-      EXPECT_EQ(splitDataParallelTiles(a, c, 132), isTailSplitConfig(c) ? 0u : stageGrid(a, c).count());
-      EXPECT_LE(stageGrid(a, c).count() * splitCount(a, c, 132), 132u);
+      const uint32_t tiles = stageGrid(a, c).count();
+      if (isTailSplitConfig(c)) {
+        EXPECT_EQ(splitDataParallelTiles(a, c, 132), 0u);  // no whole wave before the parts
+        EXPECT_LE(tiles * splitCount(a, c, 132), 132u);    // the parts in one wave
+      } else {
+        EXPECT_TRUE(tiles <= 132 || tiles % 132 == 0 || 10 * (tiles % 132) >= 9 * 132) << tiles;
+      }
     }
+}
+
+TEST(GemmNarrow, SwiGLUNeedsWholeGateUpPairs) {
+  GemmArgs a = good();
+  a.epilogue = Epilogue::SwiGLU;
+  a.config = TileConfig::T128x168;
+  expectBad(a, "gate/up");
+  for (TileConfig c : kAllTileConfigs)
+    if (c != TileConfig::T128x168) {
+      a.config = c;
+      EXPECT_TRUE(supportsSwiGLU(c)) << toString(c);
+      EXPECT_NO_THROW(checkArgs(a)) << toString(c);
+    }
+  EXPECT_EQ(tileShape(TileConfig::T128x168).bn % 16, 8u);
+  // Auto never resolves a SwiGLU launch to a width that splits the pairs.
+  for (int64_t M : {256, 512, 1024, 2048, 4096}) {
+    GemmArgs s = good();
+    s.M = M, s.N = 5504, s.K = 8192;
+    if (M >= 512) EXPECT_EQ(resolveNoSyncConfig(s, 132), TileConfig::T128x168) << M;
+    s.epilogue = Epilogue::SwiGLU;
+    EXPECT_TRUE(supportsSwiGLU(resolveNoSyncConfig(s, 132))) << M;
+    EXPECT_NO_THROW(checkArgs(s));
+  }
 }
 
 TEST(GemmNarrow, MeasuredPicks) {
@@ -421,8 +449,10 @@ TEST(GemmNarrow, MeasuredPicks) {
   a.M = 256;               // 128x192/t2 1.128 -> 128x176/t2 1.065
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176SplitTail);
   EXPECT_EQ(splitCount(a, TileConfig::T128x176SplitTail, 132), 2u);
-  a.M = 512;  // 128x192 1.093 -> 128x176 1.036 (128 tiles against 116)
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176);
+  a.M = 512;  // 128x192 1.093 -> 128x176 1.036 (128 tiles against 116), 128x168 132 tiles
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
+  a.M = 1024;  // two whole waves of 128x168
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
   a.N = 4608, a.K = 12288;  // gpt3-qkv
   a.M = 256;                // 128x256/t3 1.176 -> 128x144/t2 1.072
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x144SplitTail);
