@@ -136,15 +136,15 @@ constexpr double kStreamFixup = 4.0;
 constexpr double kStreamTileOverhead = kTileOverhead / 2;
 constexpr double kStreamMargin = 0.97;
 constexpr int64_t kStreamMinBands = 4;
-// Narrow widths (176, 144, 96; NOTES.md v14): fitted to one-wave launches at
-// K >= 8192 against 128x192 on the same shape (llama-mlp1 M = 512,
-// gpt3-qkv M = 512, llama-qkv M = 512). In a second wave their tiles ran
-// 9% slower than in the first (128x176 traced at llama-mlp1 M = 1024), so
-// the heuristic takes them only where every tile or part runs in one wave.
+// Narrow widths (176, 168, 144, 96; NOTES.md v14): fitted to one-wave
+// launches at K >= 8192 against 128x192 on the same shape (llama-mlp1
+// M = 512, gpt3-qkv M = 512, llama-qkv M = 512); 176 raised to 0.97 so that
+// its static multi-wave launches at llama-mlp1 M = 1024 / 2048 win over the
+// streams, as measured. Where the heuristic may take them: chooseConfigFor.
 double stepCost(uint32_t bn) {
   const double rate = bn == 256   ? 1.0
                       : bn == 192 ? 0.98
-                      : bn == 176 ? 0.96
+                      : bn == 176 ? 0.97
                       : bn == 168 ? 0.955
                       : bn == 144 ? 0.855
                       : bn == 96  ? 0.71
@@ -358,14 +358,20 @@ TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool all
   }
   // Narrow widths: the full heuristic only (the pipelines' tile syncs were
   // measured with 128-256 wide tiles), K of at least 64 k-blocks, whole tiles
-  // in one wave or in waves whose last one is at least 90% full, split parts
-  // in one wave (NOTES.md v14: where they were measured to win).
+  // and split parts in one wave (NOTES.md v14: where they were measured to
+  // win). 128x176 also in up to four waves whose last one is at least 7/8
+  // full (llama-mlp1 M = 1024 / 2048: 1.054 / 1.071 against 1.09-1.11 for
+  // 192 and 256; at M = 4096, 7.8 waves, it lost: 1.155 against 1.005).
+  // 128x168 in several whole waves ran 10-20% slower than in one (v14f, not
+  // explained), so it stays in one.
   const int64_t kItersAll = cdiv(K, 64);
   if (allowSplitK && kItersAll >= kNarrowMinKIters) {
     for (TileConfig c : {TileConfig::T128x176, TileConfig::T128x168, TileConfig::T128x144, TileConfig::T128x96}) {
       if (swiglu && !supportsSwiGLU(c)) continue;
       const int64_t tiles = cdiv(M, 128) * cdiv(N, tileShape(c).bn), rest = tiles % numSMs;
-      if (tiles > numSMs && rest != 0 && 10 * rest < 9 * static_cast<int64_t>(numSMs)) continue;
+      const bool fewFullWaves = c == TileConfig::T128x176 && tiles <= 4 * static_cast<int64_t>(numSMs) &&
+                                (rest == 0 || 8 * rest >= 7 * static_cast<int64_t>(numSMs));
+      if (tiles > numSMs && !fewFullWaves) continue;
       const double cost = estimatedCost(M, N, K, numSMs, c);
       if (cost < bestCost * 0.999) best = c, bestCost = cost;
     }

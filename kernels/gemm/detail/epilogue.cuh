@@ -173,9 +173,14 @@ __device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g
 // kScratchPerWarp bytes of shared memory.
 // Whole 64-column chunks go out through TMA (tmC, NB scratch buffers of
 // kScratchPerWarp bytes per warp); the rest as below.
+// `turn` counts this warp's TMA chunks over all its tiles: chunk t uses
+// buffer t mod NB, so that the one store left pending by the wait before it
+// (NB - 1 = 1) is always the other buffer's, also across tiles with an odd
+// number of chunks (a tile's first chunk would otherwise reuse the buffer
+// of the previous tile's last, still pending, store).
 template <class T, int WN, Epilogue E, int NB>
 __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiParams& p, int64_t rowBase, int64_t n0,
-                                         unsigned char* scratch, const CUtensorMap* tmC) {
+                                         unsigned char* scratch, const CUtensorMap* tmC, uint32_t& turn) {
   using Ops = TypeOps<T>;
   using T2 = typename Ops::T2;
   constexpr bool kGlu = E == Epilogue::SwiGLU;
@@ -239,13 +244,15 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiPa
   const int64_t col0 = kGlu ? n0 / 2 : n0;
 #pragma unroll
   for (int c = 0; c < WO / 64; ++c)
-    storeChunkTma<NB, T>(out, 8 * c, scratch + (c % NB) * kScratchPerWarp, tmC, row0, col0);
-  // The rest (8-56 columns: tiles 96, 144 or 176 wide, SwiGLU halves) in
-  // 16-byte row stores through the scratch, 32 then 16 columns, and a last
+    storeChunkTma<NB, T>(out, 8 * c, scratch + ((turn + c) % NB) * kScratchPerWarp, tmC, row0, col0);
+  // The rest (8-56 columns: tiles 96, 144, 168 or 176 wide, SwiGLU halves)
+  // in 16-byte row stores through the scratch, 32 then 16 columns, and a last
   // 8-column group straight from the registers (4 bytes per lane and row).
+  // It uses the next chunk's buffer without a bulk store of its own: its
+  // stores are done before that chunk's stmatrix.
   constexpr int kRest = WO % 64;
   if constexpr (kRest >= 16) {
-    constexpr int b = (WO / 64) % NB;
+    const uint32_t b = (turn + WO / 64) % NB;
     if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<NB - 1>());
     __syncwarp();
     if constexpr (kRest >= 32) storeChunk<T, 2>(out, WO / 64 * 8, sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
@@ -261,6 +268,7 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpiPa
       if (row < p.M && col < nOut) *reinterpret_cast<uint32_t*>(C + row * nOut + col) = out[2 * g + h];
     }
   }
+  turn += WO / 64;
 }
 
 // A consumer warp's TMA stores: all of them finished writing C (before a

@@ -473,6 +473,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into the B slot (NK rows or KN 64-column boxes)
     static_assert(BM == 128 || WN == 64 || WN == 128, "the 64-row path splits BN between the consumers");
     float acc[WN / 2];
+    uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
     int stage = 0;
     uint32_t phase = 0;
     uint32_t postPhase = 0;
@@ -604,7 +605,7 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
         epilogue<T, WN, E, R::kEpiBufs>(
             acc, C, p, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
             static_cast<int64_t>(work.tile.x) * BN + cw * kColOff,
-            smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC);
+            smem + R::kScratchOffset + (threadIdx.x / 32 - 4) * R::kEpiBufs * kScratchPerWarp, &tmC, epiTurn);
       // The warpgroup's warps meet again before their next wgmma, which all
       // four must issue together.
       if (shareFixup) asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
