@@ -359,9 +359,10 @@ TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool all
   // Narrow widths: the full heuristic only (the pipelines' tile syncs were
   // measured with 128-256 wide tiles), K of at least 64 k-blocks, whole tiles
   // and split parts in one wave (NOTES.md v14: where they were measured to
-  // win). 128x176 also in up to four waves whose last one is at least 7/8
-  // full (llama-mlp1 M = 1024 / 2048: 1.054 / 1.071 against 1.09-1.11 for
-  // 192 and 256; at M = 4096, 7.8 waves, it lost: 1.155 against 1.005).
+  // win). 128x176 also in two waves whose last one is at least 7/8 full
+  // (llama-mlp1 M = 1024: 1.049-1.054 against 1.09-1.11 for 192 and 256; at
+  // M = 2048, 3.9 waves, 1.07-1.15 between runs against the stream's 1.10;
+  // at M = 4096, 7.8 waves, 1.155 against 1.005).
   // 128x168 in several whole waves ran 10-20% slower than in one (v14f, not
   // explained), so it stays in one.
   const int64_t kItersAll = cdiv(K, 64);
@@ -369,7 +370,7 @@ TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool all
     for (TileConfig c : {TileConfig::T128x176, TileConfig::T128x168, TileConfig::T128x144, TileConfig::T128x96}) {
       if (swiglu && !supportsSwiGLU(c)) continue;
       const int64_t tiles = cdiv(M, 128) * cdiv(N, tileShape(c).bn), rest = tiles % numSMs;
-      const bool fewFullWaves = c == TileConfig::T128x176 && tiles <= 4 * static_cast<int64_t>(numSMs) &&
+      const bool fewFullWaves = c == TileConfig::T128x176 && tiles <= 2 * static_cast<int64_t>(numSMs) &&
                                 (rest == 0 || 8 * rest >= 7 * static_cast<int64_t>(numSMs));
       if (tiles > numSMs && !fewFullWaves) continue;
       const double cost = estimatedCost(M, N, K, numSMs, c);

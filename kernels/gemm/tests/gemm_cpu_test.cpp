@@ -414,7 +414,7 @@ TEST(GemmNarrow, OneWaveLongKOnly) {
         EXPECT_EQ(splitDataParallelTiles(a, c, 132), 0u);  // no whole wave before the parts
         EXPECT_LE(tiles * splitCount(a, c, 132), 132u);    // the parts in one wave
       } else {
-        EXPECT_TRUE(tiles <= 132 || (c == TileConfig::T128x176 && tiles <= 4 * 132 &&
+        EXPECT_TRUE(tiles <= 132 || (c == TileConfig::T128x176 && tiles <= 2 * 132 &&
                                      (tiles % 132 == 0 || 8 * (tiles % 132) >= 7 * 132)))
             << tiles;
       }
@@ -455,8 +455,8 @@ TEST(GemmNarrow, MeasuredPicks) {
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
   a.M = 1024;  // two waves of 128x176 (static tiles): 1.10 -> 1.054; 128x168 1.11
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176);
-  a.M = 2048;  // 3.9 waves of 128x176: 1.10 -> 1.071
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176);
+  a.M = 2048;  // 3.9 waves of 128x176 measured 1.07-1.15: the stream (1.10) stays
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
   a.M = 4096;  // 128x256/t3 (1.005) stays
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256SplitTail);
   a.N = 4608, a.K = 12288;  // gpt3-qkv
