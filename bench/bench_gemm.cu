@@ -164,7 +164,7 @@ int benchGemm(int argc, char** argv) {
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
           "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
           "                 128x192-pair, 128x256-pair, 128x192-stream, 128x256-stream, 128x176,\n"
-          "                 128x176-splittail, 128x144, 128x144-splittail, 128x96, 128x96-splittail\n"
+          "                 128x176-splittail, 128x144, 128x144-splittail, 128x96, 128x96-splittail, 128x168\n"
           "  --splitk LIST  K splits for the split configurations, group counts for the stream ones, a row\n"
           "                 each (default 0: the heuristic's)\n"
           "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"

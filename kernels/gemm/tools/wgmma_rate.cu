@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.cuh"  // CUDA_OK, commaList
 #include "kernels/gemm/detail/sm90.cuh"
 
 namespace {
@@ -33,15 +34,6 @@ using cusync_gemm::detail::smemDesc;
 using cusync_gemm::detail::wgmmaCommit;
 using cusync_gemm::detail::wgmmaFence;
 using cusync_gemm::detail::wgmmaWait;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 constexpr int kSmemLimit = 227 * 1024;
 
@@ -147,24 +139,24 @@ Row measure(int mode, const unsigned char* src, size_t srcBytes, int kBlocks, in
             float* dSink) {
   using L = Layout<BN, NC>;
   auto k = rateKernel<BN, NC>;
-  CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
+  CUDA_OK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
   const size_t usable = srcBytes / L::kStage * L::kStage;
   cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
   std::vector<float> walls;
   std::vector<unsigned long long> clk(static_cast<size_t>(sms) * NC);
   for (int rep = 0; rep < 7; ++rep) {
-    CHECK_CUDA(cudaEventRecord(e0));
+    CUDA_OK(cudaEventRecord(e0));
     k<<<sms, 128 * (NC + 1), L::kBytes>>>(src, usable, mode, kBlocks, dClk, dSink);
-    CHECK_CUDA(cudaGetLastError());
-    CHECK_CUDA(cudaEventRecord(e1));
-    CHECK_CUDA(cudaEventSynchronize(e1));
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaEventRecord(e1));
+    CUDA_OK(cudaEventSynchronize(e1));
     float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
     if (rep > 0) walls.push_back(ms);
   }
-  CHECK_CUDA(cudaMemcpy(clk.data(), dClk, clk.size() * sizeof(clk[0]), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(clk.data(), dClk, clk.size() * sizeof(clk[0]), cudaMemcpyDeviceToHost));
   std::sort(clk.begin(), clk.end());
   std::sort(walls.begin(), walls.end());
   Row r;
@@ -175,8 +167,8 @@ Row measure(int mode, const unsigned char* src, size_t srcBytes, int kBlocks, in
   r.clkMax = static_cast<double>(clk.back()) / kBlocks;
   r.usWall = walls[walls.size() / 2] * 1e3;
   r.tflops = 2.0 * 64 * NC * BN * 64.0 * kBlocks * sms / (r.usWall * 1e-6) / 1e12;
-  CHECK_CUDA(cudaEventDestroy(e0));
-  CHECK_CUDA(cudaEventDestroy(e1));
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
   return r;
 }
 
@@ -230,17 +222,6 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    auto list = [](const std::string& s) {
-      std::vector<std::string> v;
-      size_t p = 0;
-      while (p <= s.size()) {
-        size_t q = s.find(',', p);
-        if (q == std::string::npos) q = s.size();
-        if (q > p) v.push_back(s.substr(p, q - p));
-        p = q + 1;
-      }
-      return v;
-    };
     if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -252,7 +233,7 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--widths") {
       widths.clear();
-      for (auto& w : list(next())) widths.push_back(std::atoi(w.c_str()));
+      for (auto& w : bench::commaList(next())) widths.push_back(std::atoi(w.c_str()));
     } else if (a == "--consumers") {
       std::string v = next();
       if (v == "1") ncs = {1};
@@ -264,7 +245,7 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--modes") {
       modes.clear();
-      for (auto& m : list(next())) {
+      for (auto& m : bench::commaList(next())) {
         if (m == "mma") modes.push_back(0);
         else if (m == "l2") modes.push_back(1);
         else if (m == "dram") modes.push_back(2);
@@ -284,7 +265,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   if (prop.major != 9) {
     std::printf("wgmma-rate: %s is not sm_90; nothing measured\n", prop.name);
     return 0;
@@ -295,12 +276,12 @@ int main(int argc, char** argv) {
   unsigned char* src = nullptr;
   unsigned long long* dClk = nullptr;
   float* dSink = nullptr;
-  CHECK_CUDA(cudaMalloc(&src, bigBytes));
-  CHECK_CUDA(cudaMemset(src, 0x3c, bigBytes));  // bf16 0x3c3c ~ 1.0: finite values
-  CHECK_CUDA(cudaMalloc(&dClk, sizeof(unsigned long long) * sms * 2));
-  CHECK_CUDA(cudaMalloc(&dSink, sizeof(float) * 384));
+  CUDA_OK(cudaMalloc(&src, bigBytes));
+  CUDA_OK(cudaMemset(src, 0x3c, bigBytes));  // bf16 0x3c3c ~ 1.0: finite values
+  CUDA_OK(cudaMalloc(&dClk, sizeof(unsigned long long) * sms * 2));
+  CUDA_OK(cudaMalloc(&dSink, sizeof(float) * 384));
   int clockKHz = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
+  CUDA_OK(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
   std::printf("device: %s, %d SMs, L2 %zu MiB; %d k-blocks per block\n", prop.name, sms, l2Bytes >> 20, kBlocks);
   std::printf("%-5s %5s %4s %10s %10s %10s %9s %12s\n", "mode", "tile", "wgs", "clk/kb", "clk/kb max", "us/launch",
               "TFLOP/s", "FMA/clk/SM");
@@ -321,10 +302,10 @@ int main(int argc, char** argv) {
       }
     }
   }
-  CHECK_CUDA(cudaDeviceSynchronize());
+  CUDA_OK(cudaDeviceSynchronize());
   std::printf("wgmma-rate: done (clock attribute %d MHz)\n", clockKHz / 1000);
-  CHECK_CUDA(cudaFree(src));
-  CHECK_CUDA(cudaFree(dClk));
-  CHECK_CUDA(cudaFree(dSink));
+  CUDA_OK(cudaFree(src));
+  CUDA_OK(cudaFree(dClk));
+  CUDA_OK(cudaFree(dSink));
   return 0;
 }
