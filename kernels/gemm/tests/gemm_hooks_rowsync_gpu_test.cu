@@ -37,6 +37,14 @@ TEST(GemmGpuHooks, RowSyncPairSplitTail192) {
                                          rowSyncPostsPerTile(TileConfig::T128x192SplitTail));
 }
 
+TEST(GemmGpuHooks, RowSyncPairNarrow) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x144SplitTail, TileConfig::T128x176, 3, 0,
+                                         rowSyncPostsPerTile(TileConfig::T128x144SplitTail));
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x96, TileConfig::T128x168, 0, 0,
+                                         rowSyncPostsPerTile(TileConfig::T128x96));
+}
+
 TEST(GemmGpuHooks, RowSyncPairClusters) {
   REQUIRE_HOPPER();
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x192Pair, 0, 0,

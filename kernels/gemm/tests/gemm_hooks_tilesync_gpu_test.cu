@@ -22,6 +22,14 @@ TEST(GemmGpuHooks, TileSyncPair192Straddles) {
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192, TileConfig::T128x128, 0, 0, 1, cusync::ReorderTileLoads);
 }
 
+// Narrow producer tiles (176, 168 wide): a consumer's 64-wide k-blocks
+// straddle two of them; narrow consumers, whole and split.
+TEST(GemmGpuHooks, TileSyncPairNarrowStraddles) {
+  REQUIRE_HOPPER();
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x176, TileConfig::T128x96SplitTail, 0, 2, 1);
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x168, TileConfig::T128x144, 0, 0, 1, cusync::ReorderTileLoads);
+}
+
 TEST(GemmGpuHooks, TileSyncPairClusterConsumer) {
   REQUIRE_HOPPER();
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192, TileConfig::T128x256Pair, 0, 0, 1, cusync::ReorderTileLoads);
