@@ -128,8 +128,6 @@ constexpr bool isSplitConfig(TileConfig c) {
 }
 // Whether c launches clusters of two blocks per stage tile (B multicast).
 constexpr bool isPairConfig(TileConfig c) { return c == TileConfig::T128x192Pair || c == TileConfig::T128x256Pair; }
-// Whether c's tiles hold whole SwiGLU gate/up pairs (tile width a multiple of 16).
-constexpr bool supportsSwiGLU(TileConfig c) { return c != TileConfig::T128x168; }
 // Whether c is a stream configuration (gemm() without a stage only).
 constexpr bool isStreamConfig(TileConfig c) { return c == TileConfig::T128x192Stream || c == TileConfig::T128x256Stream; }
 constexpr bool isTailSplitConfig(TileConfig c) {
@@ -181,6 +179,9 @@ struct TileShape {
 const char* toString(TileConfig c);
 const char* toString(Epilogue e);
 TileShape tileShape(TileConfig c);
+// Whether c's tiles (c resolved) hold whole SwiGLU gate/up pairs: a tile
+// width that is a multiple of 16 (gate and up alternate in blocks of 8).
+bool supportsSwiGLU(TileConfig c);
 
 // The heuristic: a configuration for this shape on a GPU with numSMs SMs.
 // Never returns Auto.

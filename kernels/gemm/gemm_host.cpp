@@ -83,6 +83,8 @@ TileShape tileShape(TileConfig c) {
   bad("tileShape: configuration 'auto' has no shape; resolve it first");
 }
 
+bool supportsSwiGLU(TileConfig c) { return tileShape(c).bn % 16 == 0; }
+
 bool configImplemented(TileConfig c) {
   for (TileConfig k : kAllTileConfigs)
     if (k == c) return true;

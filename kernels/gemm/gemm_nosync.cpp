@@ -42,12 +42,10 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
     st = slot.get();
   }
   const detail::NoSyncView v = st->view(takers);
-  GemmArgs r = a;
-  r.config = c;
   if (a.dtype == DType::BF16)
-    (a.bLayout == BLayout::NK ? detail::runNoSyncBf16NK : detail::runNoSyncBf16KN)(r, c, v, blocks, stream);
+    (a.bLayout == BLayout::NK ? detail::runNoSyncBf16NK : detail::runNoSyncBf16KN)(a, c, v, blocks, stream);
   else
-    (a.bLayout == BLayout::NK ? detail::runNoSyncF16NK : detail::runNoSyncF16KN)(r, c, v, blocks, stream);
+    (a.bLayout == BLayout::NK ? detail::runNoSyncF16NK : detail::runNoSyncF16KN)(a, c, v, blocks, stream);
 }
 
 }  // namespace cusync_gemm

@@ -20,7 +20,6 @@ struct LaunchOpts {
   bool staticFirst = false;  // EpiParams::staticFirst
   bool staticAll = false;    // EpiParams::staticAll
   bool bEvictFirst = false;  // EpiParams::bEvictFirst
-  bool bEvictAlways = false; // bEvictFirst on every shape, not only where weightsEvictFirst() says so
 };
 
 // The programmatic-stream-serialization (PDL) launch attribute.

@@ -95,8 +95,8 @@ struct Ring {
   // buffers per warp (NOTES.md v10j: same-machine A/B, 2 fewer misses). Deep
   // (stream launches) keeps 5 and one buffer: streams are picked for short-K
   // shapes, where v10j measured 5 stages 1.0-1.6% faster (gpt3-wo M = 256-512).
-  // Other widths (176): as many slots as fit beside two epilogue buffers per
-  // warp and 2 KiB of barriers, slot records and alignment.
+  // The narrow widths (176, 168, 144, 96): as many slots as fit beside two
+  // epilogue buffers per warp and 2 KiB of barriers, slot records and alignment.
   static constexpr int kFitStages = (232448 - 1024 - 2048 - 8 * 2 * kScratchPerWarp) / kStageBytes;
   static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8)
                                  : BN == 256 ? 4
@@ -126,7 +126,7 @@ template <Sched Sc, int BN, int BM, int TransB>
 using RingOf = Ring<BN, BM, Sc == Sched::Stream, TransB>;
 
 // TransB = 0: B is [N, K], tensor map box {64 (k), BN (n)}.
-// TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, BN / 64 boxes per slot.
+// TransB = 1: B is [K, N], tensor map box {64 (n), 64 (k)}, ceil(BN / 64) boxes per slot.
 //
 // BM = 128: consumer warpgroup cw owns rows [64 cw, 64 cw + 64) x all BN columns.
 // BM = 64 (split-K path): consumer cw owns all 64 rows x columns [cw BN/2, (cw + 1) BN/2).

@@ -36,18 +36,11 @@ constexpr auto kernelFor() {
   else return gemmKernel<T, BN, TB, E, In, Out>;
 }
 
-// The split-K parameters and per-stage workspace of a launch of `a` in `view` with `blocks` blocks.
+// The split-K parameters and per-stage workspace of a launch of `a` (its
+// config resolved by dispatchTyped) in `view` with `blocks` blocks.
 template <int BM, int BN, class In, class Out>
 SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
-  static_assert(BM == 64 ? (BN == 128 || BN == 256) : (BN == 96 || BN == 144 || BN == 176 || BN == 192 || BN == 256),
-                "no split configuration of this shape");
-  const TileConfig c = BM == 128 ? (BN == 256   ? TileConfig::T128x256SplitTail
-                                    : BN == 192 ? TileConfig::T128x192SplitTail
-                                    : BN == 176 ? TileConfig::T128x176SplitTail
-                                    : BN == 144 ? TileConfig::T128x144SplitTail
-                                                : TileConfig::T128x96SplitTail)
-                       : BN == 256 ? TileConfig::T64x256SplitK
-                                   : TileConfig::T64x128SplitK;
+  const TileConfig c = a.config;
   const int sms = currentDevice().sms;
   const uint32_t S = splitCount(a, c, sms);
   const uint32_t dp = S > 1 ? splitDataParallelTiles(a, c, sms) : view.numTiles;
@@ -69,8 +62,7 @@ SplitParams splitParams(const GemmArgs& a, const cusync::StageView<In, Out>& vie
 // partial, for the first unit of its range).
 template <int BN, class In, class Out>
 SplitParams streamParams(const GemmArgs& a, const cusync::StageView<In, Out>& view, uint32_t blocks, cudaStream_t s) {
-  const TileConfig c = BN == 256 ? TileConfig::T128x256Stream : TileConfig::T128x192Stream;
-  const uint32_t groups = streamGroups(a, c, currentDevice().sms);
+  const uint32_t groups = streamGroups(a, a.config, currentDevice().sms);
   if (groups * view.shape.grid.y != blocks)
     throw cusync::Error(cusync::ErrorCode::GridMismatch, "gemm",
                         "a stream launch needs one block per 128-row band in each group (persistentBlocks)");
@@ -99,7 +91,7 @@ void launchKernel(const GemmArgs& a, const cusync::StageView<In, Out>& view, uin
   const EpiParams p{a.bias,      a.residual,    a.trace,
                     a.M,         a.N,           a.K,
                     o.waitPrior, o.staticFirst, o.staticAll,
-                    o.bEvictFirst && (o.bEvictAlways || weightsEvictFirst(a.M, a.K))};
+                    o.bEvictFirst && weightsEvictFirst(a.M, a.K)};
   auto* k = kernelFor<T, BM, BN, TB, Sc, E, In, Out>();
   static const int ready = (prepareKernel(k, smem), 1);
   (void)ready;
@@ -141,10 +133,14 @@ void dispatchEpilogue(const GemmArgs& a, const cusync::StageView<In, Out>& v, ui
   }
 }
 
-// One (type, B layout) family: every configuration and epilogue.
+// One (type, B layout) family: every configuration and epilogue. The
+// launch sees `args` with its config set to c (the split and stream
+// parameters are planned for it).
 template <class T, int TB, class In, class Out>
-void dispatchTyped(const GemmArgs& a, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
+void dispatchTyped(const GemmArgs& args, TileConfig c, const cusync::StageView<In, Out>& v, uint32_t blocks,
                    cudaStream_t s, const LaunchOpts& o = {}) {
+  GemmArgs a = args;
+  a.config = c;
   switch (c) {
     case TileConfig::T128x128: return dispatchEpilogue<T, 128, 128, TB, Sched::Tiles>(a, v, blocks, s, o);
     case TileConfig::T128x192: return dispatchEpilogue<T, 128, 192, TB, Sched::Tiles>(a, v, blocks, s, o);

@@ -23,10 +23,10 @@ using NoSyncView = cusync::StageView<cusync::policy::NoSync, cusync::policy::NoS
 // Each block also starts with the tile at its own index, without a ticket
 // (EpiParams::staticFirst); CUSYNC_GEMM_STATIC_FIRST=0 turns that off.
 // Where weightsEvictFirst() says so, B's loads ask L2 to evict them first
-// (EpiParams::bEvictFirst); CUSYNC_GEMM_B_EVICT_FIRST=0 turns that off (=2
-// asks for it on every shape, for A/B runs). Tiles launches take every later
-// tile statically too (EpiParams::staticAll: block b computes tiles b,
-// b + blocks, ...; NOTES.md v14e); CUSYNC_GEMM_STATIC_ALL=0 turns that off.
+// (EpiParams::bEvictFirst); CUSYNC_GEMM_B_EVICT_FIRST=0 turns that off.
+// Tiles launches take every later tile statically too (EpiParams::staticAll:
+// block b computes tiles b, b + blocks, ...; NOTES.md v14e);
+// CUSYNC_GEMM_STATIC_ALL=0 turns that off.
 inline LaunchOpts noSyncLaunchOpts() {
   static const LaunchOpts o = [] {
     auto off = [](const char* name) {
@@ -38,8 +38,6 @@ inline LaunchOpts noSyncLaunchOpts() {
     r.staticFirst = !off("CUSYNC_GEMM_STATIC_FIRST");
     r.bEvictFirst = !off("CUSYNC_GEMM_B_EVICT_FIRST");
     r.staticAll = !off("CUSYNC_GEMM_STATIC_ALL");
-    const char* ev = std::getenv("CUSYNC_GEMM_B_EVICT_FIRST");
-    r.bEvictAlways = ev != nullptr && ev[0] == '2';
     return r;
   }();
   return o;
