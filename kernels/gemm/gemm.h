@@ -244,6 +244,12 @@ uint32_t ticketBlocks(const GemmArgs& a, TileConfig c, int numSMs);
 // The tile order gemm() uses for its own stages (bands of tile rows walked by
 // column, see cusync/tile_order.h).
 using GroupedOrder = cusync::GroupedOrder;
+// The band height, in tile rows, of that order for configuration c: 6 for
+// 128x168 tiles (in several waves, bands of 8 ran 10-15% slower than bands
+// of 4-6 on the H100, kernels/gemm/NOTES.md v15c), 8 otherwise.
+// CUSYNC_GEMM_ORDER_GROUP=n in the environment sets n for every configuration
+// (for A/B runs).
+uint32_t orderGroup(TileConfig c);
 
 // Launch with no synchronization (NoSync in and out): a stage is kept per
 // thread and shape internally. Asynchronous on `stream`. The kernel is

@@ -365,8 +365,10 @@ TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool all
   // (llama-mlp1 M = 1024: 1.049-1.054 against 1.09-1.11 for 192 and 256; at
   // M = 2048, 3.9 waves, 1.07-1.15 between runs against the stream's 1.10;
   // at M = 4096, 7.8 waves, 1.155 against 1.005).
-  // 128x168 in several whole waves ran 10-20% slower than in one (v14f, not
-  // explained), so it stays in one.
+  // 128x168 also in up to four whole waves (N = 5504 in 33 columns at
+  // M = 1024 and 2048), where gemm() walks its tiles in bands of 6 rows
+  // (orderGroup): 1.047/1.049 against 176's 1.05/1.07-1.14 and the stream's
+  // 1.10 (NOTES.md v15c; in bands of 8 it ran 1.10-1.18, v14f).
   const int64_t kItersAll = cdiv(K, 64);
   if (allowSplitK && kItersAll >= kNarrowMinKIters) {
     for (TileConfig c : {TileConfig::T128x176, TileConfig::T128x168, TileConfig::T128x144, TileConfig::T128x96}) {
@@ -374,7 +376,8 @@ TileConfig chooseConfigFor(int64_t M, int64_t N, int64_t K, int numSMs, bool all
       const int64_t tiles = cdiv(M, 128) * cdiv(N, tileShape(c).bn), rest = tiles % numSMs;
       const bool fewFullWaves = c == TileConfig::T128x176 && tiles <= 2 * static_cast<int64_t>(numSMs) &&
                                 (rest == 0 || 8 * rest >= 7 * static_cast<int64_t>(numSMs));
-      if (tiles > numSMs && !fewFullWaves) continue;
+      const bool wholeWaves = c == TileConfig::T128x168 && rest == 0 && tiles <= 4 * static_cast<int64_t>(numSMs);
+      if (tiles > numSMs && !fewFullWaves && !wholeWaves) continue;
       const double cost = estimatedCost(M, N, K, numSMs, c);
       if (cost < bestCost * 0.999) best = c, bestCost = cost;
     }
@@ -453,6 +456,16 @@ TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
     if (cost < bestCost) best = s, bestCost = cost;
   }
   return best;
+}
+
+uint32_t orderGroup(TileConfig c) {
+  static const uint32_t forced = [] {
+    const char* e = std::getenv("CUSYNC_GEMM_ORDER_GROUP");
+    const int g = e != nullptr ? std::atoi(e) : 0;
+    return g > 0 ? static_cast<uint32_t>(g) : 0u;
+  }();
+  if (forced != 0) return forced;
+  return c == TileConfig::T128x168 ? 6u : 8u;
 }
 
 cusync::Dim3 stageGrid(const GemmArgs& a, TileConfig c) {

@@ -37,7 +37,7 @@ void gemm(const GemmArgs& a, cudaStream_t stream) {
     auto& slot = stages[Key{d.device, stream, grid.x, grid.y, tile.x, tile.y, takers, static_cast<int>(c)}];
     if (!slot) {
       slot = std::make_unique<NoSyncStage>("gemm", grid, tile);
-      slot->setOrder(GroupedOrder{8});
+      slot->setOrder(GroupedOrder{orderGroup(c)});
     }
     st = slot.get();
   }

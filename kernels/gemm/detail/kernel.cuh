@@ -95,9 +95,12 @@ struct Ring {
   // buffers per warp (NOTES.md v10j: same-machine A/B, 2 fewer misses). Deep
   // (stream launches) keeps 5 and one buffer: streams are picked for short-K
   // shapes, where v10j measured 5 stages 1.0-1.6% faster (gpt3-wo M = 256-512).
-  // The narrow widths (176, 168, 144, 96): as many slots as fit beside two
-  // epilogue buffers per warp and 2 KiB of barriers, slot records and alignment.
-  static constexpr int kFitStages = (232448 - 1024 - 2048 - 8 * 2 * kScratchPerWarp) / kStageBytes;
+  // The narrow widths (176, 168, 144, 96): as many slots as fit beside one
+  // epilogue buffer per warp and 2 KiB of barriers, slot records and alignment
+  // (96: 7 slots, 144: 6; with two buffers 6 and 5, which ran 3-4% slower
+  // where these widths are picked, NOTES.md v15b; 176 and 168 get 5 slots
+  // either way and keep two buffers).
+  static constexpr int kFitStages = (232448 - 1024 - 2048 - 8 * 1 * kScratchPerWarp) / kStageBytes;
   static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8)
                                  : BN == 256 ? 4
                                  : BN == 192 ? (Deep ? 5 : 4)
@@ -333,11 +336,12 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       const bool reorderLoads = (view.opts & cusync::ReorderTileLoads) != 0;
       const uint64_t bPolicy = p.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t mboxPhase = 0;
-      // Pair: the other block's consumers release this block's slots too (acquire at cluster scope).
-      auto waitEmpty = [&](int st, uint32_t ph) {
-        if constexpr (Pair) mbarWaitCluster(&empty[st], ph ^ 1);
-        else mbarWait(&empty[st], ph ^ 1);
-      };
+      // Pair: the other block's consumers release this block's slots too.
+      // A CTA-scope wait suffices: they arrive after wgmma.wait_group, so
+      // their reads of the slot are complete, and the loads that follow are
+      // ordered after the wait (a cluster-scope acquire per k-block cost
+      // cluster pairs ~5%, NOTES.md v15a).
+      auto waitEmpty = [&](int st, uint32_t ph) { mbarWait(&empty[st], ph ^ 1); };
       for (;;) {
         UnitWork u;
         if constexpr (Split) {

@@ -396,7 +396,7 @@ TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
 // 64 k-blocks; never by the pipelines' chooseConfig(M, N, K, SMs).
 bool isNarrowConfig(TileConfig c) {
   const uint32_t bn = isStreamConfig(c) || c == TileConfig::Auto ? 0 : tileShape(c).bn;
-  return bn == 176 || bn == 144 || bn == 96;
+  return bn == 176 || bn == 168 || bn == 144 || bn == 96;
 }
 
 TEST(GemmNarrow, OneWaveLongKOnly) {
@@ -414,8 +414,10 @@ TEST(GemmNarrow, OneWaveLongKOnly) {
         EXPECT_EQ(splitDataParallelTiles(a, c, 132), 0u);  // no whole wave before the parts
         EXPECT_LE(tiles * splitCount(a, c, 132), 132u);    // the parts in one wave
       } else {
-        EXPECT_TRUE(tiles <= 132 || (c == TileConfig::T128x176 && tiles <= 2 * 132 &&
-                                     (tiles % 132 == 0 || 8 * (tiles % 132) >= 7 * 132)))
+        EXPECT_TRUE(tiles <= 132 ||
+                    (c == TileConfig::T128x176 && tiles <= 2 * 132 &&
+                     (tiles % 132 == 0 || 8 * (tiles % 132) >= 7 * 132)) ||
+                    (c == TileConfig::T128x168 && tiles <= 4 * 132 && tiles % 132 == 0))
             << tiles;
       }
     }
@@ -444,6 +446,11 @@ TEST(GemmNarrow, SwiGLUNeedsWholeGateUpPairs) {
   }
 }
 
+TEST(GemmNarrow, OrderGroupByConfig) {
+  // gemm() walks 128x168 tiles in bands of 6 rows, everything else in bands of 8.
+  for (TileConfig c : kAllTileConfigs) EXPECT_EQ(orderGroup(c), c == TileConfig::T128x168 ? 6u : 8u) << toString(c);
+}
+
 TEST(GemmNarrow, MeasuredPicks) {
   // H100, cusync-bench gemm (NOTES.md v14c): ours / cuBLAS before -> after.
   GemmArgs a = good();
@@ -453,10 +460,13 @@ TEST(GemmNarrow, MeasuredPicks) {
   EXPECT_EQ(splitCount(a, TileConfig::T128x176SplitTail, 132), 2u);
   a.M = 512;  // 128x192 1.093 -> 128x176 1.036 (128 tiles against 116), 128x168 132 tiles
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
-  a.M = 1024;  // two waves of 128x176 (static tiles): 1.10 -> 1.054; 128x168 1.11
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x176);
-  a.M = 2048;  // 3.9 waves of 128x176 measured 1.07-1.15: the stream (1.10) stays
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+  // Two and four whole waves of 128x168 walked in bands of 6 (NOTES.md v15c):
+  // M = 1024 128x176 1.05 -> 1.047, M = 2048 the stream 1.10 -> 1.049 (in
+  // bands of 8, 128x168 ran 1.10 and 1.18).
+  a.M = 1024;
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
+  a.M = 2048;
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
   a.M = 4096;  // 128x256/t3 (1.005) stays
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256SplitTail);
   a.N = 4608, a.K = 12288;  // gpt3-qkv
