@@ -157,8 +157,8 @@ int benchGemm(int argc, char** argv) {
           "                        [--csv FILE]\n"
           "  Our Hopper GEMM against cuBLASLt, side by side, on every GEMM shape of DESIGN.md section 4\n"
           "  (bf16, B as [N, K]) at M in LIST (default 64,256,512,1024,2048,4096): median ms, TFLOP/s,\n"
-          "  time ratio to cuBLAS, max relative error; losses are flagged. CSV to FILE (default\n"
-          "  gemm_bench.csv). Needs a Hopper GPU.\n"
+          "  time ratio to cuBLAS, max relative error; losses are flagged (MISS: cuBLAS time / ours under\n"
+          "  0.95 at M >= 512, under 0.90 below). CSV to FILE (default gemm_bench.csv). Needs a Hopper GPU.\n"
           "  --shape LIST   only these shapes (gpt3-mlp1,gpt3-mlp2,llama-mlp1,llama-mlp2,gpt3-qkv,gpt3-wo,\n"
           "                 llama-qkv,llama-wo)\n"
           "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
@@ -233,7 +233,7 @@ int benchGemm(int argc, char** argv) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Lt lt;
   const size_t l2 = prop.l2CacheSize;
-  int misses = 0;
+  int misses = 0, overRound = 0;
   for (const Shape& sh : shapes)
     for (int64_t M : ms) {
       const int64_t N = sh.N, K = sh.K;
@@ -314,9 +314,11 @@ int benchGemm(int argc, char** argv) {
       cudaFree(dD);
       const double flop = 2.0 * M * N * K;
       const double ratio = tOurs / tCub;
-      const double target = M >= 512 ? 1.05 : 1.10;
-      const bool miss = ratio > target;
+      // The target as issue 3 defines it: cuBLAS time / ours at least 0.95 at
+      // M >= 512 (ratio up to 1/0.95 = 1.0526), at least 0.90 below (1.1111).
+      const bool miss = tCub / tOurs < (M >= 512 ? 0.95 : 0.90);
       misses += miss;
+      overRound += ratio > (M >= 512 ? 1.05 : 1.10);  // the stricter reading, reported beside it
       std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f  %s%s\n", sh.name,
                   (long long)M, (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9,
                   flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str(), miss ? "  MISS" : "");
@@ -390,8 +392,9 @@ int benchGemm(int argc, char** argv) {
       }
     }
   std::fclose(out);
-  std::printf("ratio = ours / cuBLAS time; MISS: over the target (5%% at M >= 512, 10%% below); host, hostC: host "
-              "microseconds to enqueue one launch (ours, cuBLAS). %d misses. CSV: %s\n",
-              misses, csv.c_str());
+  std::printf("ratio = ours / cuBLAS time; MISS: cuBLAS time / ours below the target (0.95 at M >= 512, 0.90 below; "
+              "ratio over 1.0526 / 1.1111); host, hostC: host microseconds to enqueue one launch (ours, cuBLAS). "
+              "%d misses (%d points over ratio 1.05 / 1.10). CSV: %s\n",
+              misses, overRound, csv.c_str());
   return 0;
 }
