@@ -339,8 +339,9 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       // Pair: the other block's consumers release this block's slots too.
       // A CTA-scope wait suffices: they arrive after wgmma.wait_group, so
       // their reads of the slot are complete, and the loads that follow are
-      // ordered after the wait (a cluster-scope acquire per k-block cost
-      // cluster pairs ~5%, NOTES.md v15a).
+      // ordered after the wait (CUTLASS waits the same way; an acquire at
+      // cluster scope per k-block made the A-sharing pairs of NOTES.md v15a
+      // 4-5% slower).
       auto waitEmpty = [&](int st, uint32_t ph) { mbarWait(&empty[st], ph ^ 1); };
       for (;;) {
         UnitWork u;
