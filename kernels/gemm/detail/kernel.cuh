@@ -86,6 +86,7 @@ struct SplitParams {
 // epilogue scratch. As many slots as fit beside the scratch.
 template <int BN, int BM = 128, bool Deep = false, int TransB = 0>
 struct Ring {
+  static constexpr int kMaxSmem = 232448;  // an H100 block's opt-in dynamic shared memory (227 KiB)
   static constexpr int kABytes = BM * kBK * 2;
   // B's slot: BN rows of 128 bytes ([N, K]), or whole boxes of 64 columns
   // ([K, N]: 176 columns take three, the last one part used).
@@ -100,7 +101,7 @@ struct Ring {
   // (96: 7 slots, 144: 6; with two buffers 6 and 5, which ran 3-4% slower
   // where these widths are picked, NOTES.md v15b; 176 and 168 get 5 slots
   // either way and keep two buffers).
-  static constexpr int kFitStages = (232448 - 1024 - 2048 - 8 * 1 * kScratchPerWarp) / kStageBytes;
+  static constexpr int kFitStages = (kMaxSmem - 1024 - 2048 - 8 * 1 * kScratchPerWarp) / kStageBytes;
   static constexpr int kStages = BM == 64 ? (BN == 256 ? 5 : 8)
                                  : BN == 256 ? 4
                                  : BN == 192 ? (Deep ? 5 : 4)
@@ -117,10 +118,10 @@ struct Ring {
   // the ring (128x256, 128x128, 64x128), else one. Aligned to 1024 bytes for
   // the 128-byte swizzle of the TMA stores that read it.
   static constexpr int kScratchOffset = (kPairOffset + kPairBytes + 1023) / 1024 * 1024;
-  static constexpr int kEpiBufs = kScratchOffset + 8 * 2 * kScratchPerWarp + 1024 <= 232448 ? 2 : 1;
+  static constexpr int kEpiBufs = kScratchOffset + 8 * 2 * kScratchPerWarp + 1024 <= kMaxSmem ? 2 : 1;
   static constexpr int kBytes = kScratchOffset + 8 * kEpiBufs * kScratchPerWarp;  // 8 consumer warps
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
-  static_assert(kSmemRequest <= 232448, "more shared memory than an H100 block may have");
+  static_assert(kSmemRequest <= kMaxSmem, "more shared memory than an H100 block may have");
 };
 
 // The ring of a schedule's kernel (stream launches keep the deeper one); the
