@@ -480,15 +480,19 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     static_assert(BM == 128 || WN == 64 || WN == 128, "the 64-row path splits BN between the consumers");
     float acc[WN / 2];
     // The wgmma descriptors of ring slot 0 for this consumer, computed once;
-    // a slot and a k16 step only add to the address field (16-byte units,
-    // below 2^14: no carry into the next field). Built per wgmma from the
-    // slot's address they cost ~12 vector instructions and 4 R2UR each
-    // (NOTES.md v16c); with the consumer index and the k range (below) taken
-    // through shuffles the compiler knows them warp-uniform (v16f: 128x96
-    // MMA time -7% at llama-qkv M = 512, M = 64 launches -3%).
+    // a slot and a k16 step only add to the address field in the low word
+    // (16-byte units, below 2^14: no carry into the next field). Built per
+    // wgmma from the slot's address they cost ~12 vector instructions each
+    // (NOTES.md v16c); now 128x96 spends 7-10% less time in its MMAs at
+    // llama-qkv M = 512 and M = 64 launches are 3-4% faster (v16f). The
+    // consumer index, the unit's k range and its validity go through
+    // shuffles so that the compiler may treat them as warp-uniform; it still
+    // moves each descriptor to uniform registers (R2UR) per wgmma.
     const int cwU = __shfl_sync(0xffffffffu, cw, 0);
     const uint64_t descA = smemDesc(smem + cwU * kASmemOff, 16, 1024);
     const uint64_t descB = smemDesc(smem + R::kABytes + cwU * kBSmemOff, TransB == 0 ? 16 : 8192, 1024);
+    const uint32_t descALo = static_cast<uint32_t>(descA), descAHi = static_cast<uint32_t>(descA >> 32);
+    const uint32_t descBLo = static_cast<uint32_t>(descB), descBHi = static_cast<uint32_t>(descB >> 32);
     uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
     int stage = 0;
     uint32_t phase = 0;
@@ -503,22 +507,20 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       mbarWait(&full[stage], phase);
       const UnitWork u = info[stage];
       const cusync::TileWork& work = u.w;
-      if (!work.valid) break;
+      if (!__shfl_sync(0xffffffffu, work.valid ? 1 : 0, 0)) break;
       const unsigned long long tMma = p.trace != nullptr ? globalTimer() : 0;
       int prevStage = -1;
-      // The unit's k range through a shuffle: the compiler then knows the
-      // loop below is warp-uniform, and so are the stage and the descriptors.
       const int kb0 = __shfl_sync(0xffffffffu, u.kb0, 0), kb1 = __shfl_sync(0xffffffffu, u.kb1, 0);
       for (int kb = kb0; kb < kb1; ++kb) {
         if (kb > kb0) mbarWait(&full[stage], phase);
         // Descriptor address fields count 16-byte units; slots are 1 KiB aligned.
         static_assert(R::kStageBytes % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
-        const uint64_t slot = static_cast<uint64_t>(stage * (R::kStageBytes / 16));
+        const uint32_t slot = static_cast<uint32_t>(stage * (R::kStageBytes / 16));
         wgmmaFence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 16; ++kk) {
-          const uint64_t da = descA + slot + kk * 2;
-          const uint64_t db = descB + slot + (TransB == 0 ? kk * 2 : kk * 128);
+          const uint64_t da = (static_cast<uint64_t>(descAHi) << 32) | (descALo + slot + kk * 2);
+          const uint64_t db = (static_cast<uint64_t>(descBHi) << 32) | (descBLo + slot + (TransB == 0 ? kk * 2 : kk * 128));
           mma16<T, WN, TransB>(acc, da, db, (kb > kb0 || kk > 0) ? 1 : 0);
         }
         wgmmaCommit();
