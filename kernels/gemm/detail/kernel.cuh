@@ -479,20 +479,18 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into the B slot (NK rows or KN 64-column boxes)
     static_assert(BM == 128 || WN == 64 || WN == 128, "the 64-row path splits BN between the consumers");
     float acc[WN / 2];
-    // The wgmma descriptors of ring slot 0 for this consumer, computed once;
-    // a slot and a k16 step only add to the address field in the low word
-    // (16-byte units, below 2^14: no carry into the next field). Built per
-    // wgmma from the slot's address they cost ~12 vector instructions each
-    // (NOTES.md v16c); now 128x96 spends 7-10% less time in its MMAs at
-    // llama-qkv M = 512 and M = 64 launches are 3-4% faster (v16f). The
-    // consumer index, the unit's k range and its validity go through
-    // shuffles so that the compiler may treat them as warp-uniform; it still
-    // moves each descriptor to uniform registers (R2UR) per wgmma.
+    // The wgmma descriptors of ring slot 0 for this consumer, computed once
+    // and moved by constants (MovingDesc). Built per wgmma from the slot's
+    // address they cost ~12 vector instructions each (NOTES.md v16c); now
+    // 128x96 spends 7-10% less time in its MMAs at llama-qkv M = 512 and
+    // M = 64 launches are 3-4% faster (v16f). The consumer index, the unit's
+    // k range and its validity go through shuffles so that the compiler may
+    // treat them as warp-uniform; it still moves each descriptor to uniform
+    // registers (R2UR) per wgmma.
+    static_assert(R::kStageBytes % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
     const int cwU = __shfl_sync(0xffffffffu, cw, 0);
-    const uint64_t descA = smemDesc(smem + cwU * kASmemOff, 16, 1024);
-    const uint64_t descB = smemDesc(smem + R::kABytes + cwU * kBSmemOff, TransB == 0 ? 16 : 8192, 1024);
-    const uint32_t descALo = static_cast<uint32_t>(descA), descAHi = static_cast<uint32_t>(descA >> 32);
-    const uint32_t descBLo = static_cast<uint32_t>(descB), descBHi = static_cast<uint32_t>(descB >> 32);
+    const MovingDesc descA(smemDesc(smem + cwU * kASmemOff, 16, 1024));
+    const MovingDesc descB(smemDesc(smem + R::kABytes + cwU * kBSmemOff, TransB == 0 ? 16 : 8192, 1024));
     uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
     int stage = 0;
     uint32_t phase = 0;
@@ -513,15 +511,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       const int kb0 = __shfl_sync(0xffffffffu, u.kb0, 0), kb1 = __shfl_sync(0xffffffffu, u.kb1, 0);
       for (int kb = kb0; kb < kb1; ++kb) {
         if (kb > kb0) mbarWait(&full[stage], phase);
-        // Descriptor address fields count 16-byte units; slots are 1 KiB aligned.
-        static_assert(R::kStageBytes % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
-        const uint32_t slot = static_cast<uint32_t>(stage * (R::kStageBytes / 16));
+        const uint32_t slot = static_cast<uint32_t>(stage * (R::kStageBytes / 16));  // in 16-byte units
         wgmmaFence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 16; ++kk) {
-          const uint64_t da = (static_cast<uint64_t>(descAHi) << 32) | (descALo + slot + kk * 2);
-          const uint64_t db = (static_cast<uint64_t>(descBHi) << 32) | (descBLo + slot + (TransB == 0 ? kk * 2 : kk * 128));
-          mma16<T, WN, TransB>(acc, da, db, (kb > kb0 || kk > 0) ? 1 : 0);
+          // A k16 step: 32 bytes along the rows of A and of B as [N, K]; 16 rows of 128 bytes of B as [K, N].
+          mma16<T, WN, TransB>(acc, descA.plus(slot + kk * 2), descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
+                               (kb > kb0 || kk > 0) ? 1 : 0);
         }
         wgmmaCommit();
         wgmmaWait<1>();

@@ -36,6 +36,19 @@ __device__ __forceinline__ uint64_t smemDesc(const void* p, uint32_t lbo, uint32
   return d;
 }
 
+// A wgmma descriptor built once and moved by whole 16-byte units: ring slots
+// and k16 steps add to the address field in the low word only (shared
+// addresses stay below 2^18, so the field, address >> 4, cannot carry into
+// the next one). Cheaper than smemDesc() per wgmma (NOTES.md v16f).
+struct MovingDesc {
+  uint32_t lo, hi;
+  __device__ __forceinline__ explicit MovingDesc(uint64_t d)
+      : lo(static_cast<uint32_t>(d)), hi(static_cast<uint32_t>(d >> 32)) {}
+  __device__ __forceinline__ uint64_t plus(uint32_t units) const {
+    return (static_cast<uint64_t>(hi) << 32) | (lo + units);
+  }
+};
+
 __device__ __forceinline__ void wgmmaFence() {
 #if CUSYNC_GEMM_SM90A
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

@@ -30,6 +30,7 @@ namespace {
 using cusync_gemm::detail::fenceRegs;
 using cusync_gemm::detail::mbarWait;
 using cusync_gemm::detail::mma16;
+using cusync_gemm::detail::MovingDesc;
 using cusync_gemm::detail::smemDesc;
 using cusync_gemm::detail::wgmmaCommit;
 using cusync_gemm::detail::wgmmaFence;
@@ -101,16 +102,18 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
     int stage = 0;
     uint32_t phase = 0;
     int prev = -1;
+    // The kernel's consumer form (kernel.cuh): descriptors built once, moved by constants.
+    static_assert(L::kStage % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
+    const MovingDesc descA(smemDesc(smem + __shfl_sync(0xffffffffu, cw, 0) * 64 * 128, 16, 1024));
+    const MovingDesc descB(smemDesc(smem + L::kA, 16, 1024));
     const unsigned long long t0 = clock64();
     for (int kb = 0; kb < kBlocks; ++kb) {
       mbarWait(&full[stage], phase);
-      const unsigned char* sa = smem + stage * L::kStage + cw * 64 * 128;
-      const unsigned char* sb = smem + stage * L::kStage + L::kA;
+      const uint32_t slot = static_cast<uint32_t>(stage * (L::kStage / 16));
       wgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
-        mma16<__nv_bfloat16, BN, 0>(acc, smemDesc(sa + kk * 32, 16, 1024), smemDesc(sb + kk * 32, 16, 1024),
-                                        kb > 0 || kk > 0);
+        mma16<__nv_bfloat16, BN, 0>(acc, descA.plus(slot + kk * 2), descB.plus(slot + kk * 2), kb > 0 || kk > 0);
       wgmmaCommit();
       wgmmaWait<1>();
       if (prev >= 0 && threadIdx.x % 128 == 0) cuda::ptx::mbarrier_arrive(&empty[prev]);
