@@ -153,6 +153,12 @@ double stepCost(uint32_t bn) {
                                   : 0.72;
   return static_cast<double>(bn) / 256.0 / rate;
 }
+// Whole tiles of the Tiles kernel: its k loop runs in uniform registers
+// (NOTES.md v17a), which moved 128x96 most: 38.2 -> 30.0 us of MMA at
+// llama-qkv M = 512, 1.03-1.04 against 1.15 for the split kernel's t1 and
+// 192/t2; gpt3-mlp1 and llama-mlp1 M = 256 1.01-1.03 against 1.05-1.10 for
+// their splits (v17b). The split kernel's parts keep stepCost().
+double wholeTileStepCost(uint32_t bn) { return bn == 96 ? 96.0 / 256.0 / 0.90 : stepCost(bn); }
 bool isNarrow(uint32_t bn) { return bn == 176 || bn == 168 || bn == 144 || bn == 96; }
 constexpr int64_t kNarrowMinKIters = 64;
 
@@ -327,7 +333,7 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
            (static_cast<double>(cdiv(kIters, S)) * 0.5 * stepCost(t.bn) / 0.8 + kTileOverhead);
   }
   const int64_t tiles = cdiv(M, 128) * cdiv(N, t.bn);
-  return static_cast<double>(cdiv(tiles, numSMs)) * (static_cast<double>(kIters) * stepCost(t.bn) + kTileOverhead);
+  return static_cast<double>(cdiv(tiles, numSMs)) * (static_cast<double>(kIters) * wholeTileStepCost(t.bn) + kTileOverhead);
 }
 
 namespace {

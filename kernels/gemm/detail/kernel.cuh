@@ -505,10 +505,13 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       mbarWait(&full[stage], phase);
       const UnitWork u = info[stage];
       const cusync::TileWork& work = u.w;
-      if (!__shfl_sync(0xffffffffu, work.valid ? 1 : 0, 0)) break;
+      if (!__any_sync(0xffffffffu, work.valid)) break;
       const unsigned long long tMma = p.trace != nullptr ? globalTimer() : 0;
       int prevStage = -1;
-      const int kb0 = __shfl_sync(0xffffffffu, u.kb0, 0), kb1 = __shfl_sync(0xffffffffu, u.kb1, 0);
+      // Whole tiles: the k range from the kernel's arguments (uniform to the
+      // compiler); split and stream units: from the slot record.
+      const int kb0 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
+      const int kb1 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb1, 0) : kIters;
       for (int kb = kb0; kb < kb1; ++kb) {
         if (kb > kb0) mbarWait(&full[stage], phase);
         const uint32_t slot = static_cast<uint32_t>(stage * (R::kStageBytes / 16));  // in 16-byte units
