@@ -483,10 +483,8 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
     // and moved by constants (MovingDesc). Built per wgmma from the slot's
     // address they cost ~12 vector instructions each (NOTES.md v16c); now
     // 128x96 spends 7-10% less time in its MMAs at llama-qkv M = 512 and
-    // M = 64 launches are 3-4% faster (v16f). The consumer index, the unit's
-    // k range and its validity go through shuffles so that the compiler may
-    // treat them as warp-uniform; it still moves each descriptor to uniform
-    // registers (R2UR) per wgmma.
+    // M = 64 launches are 3-4% faster (v16f). Whether they stay in uniform
+    // registers depends on the k loop's bounds (below).
     static_assert(R::kStageBytes % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
     const int cwU = __shfl_sync(0xffffffffu, cw, 0);
     const MovingDesc descA(smemDesc(smem + cwU * kASmemOff, 16, 1024));
@@ -508,8 +506,15 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       if (!__any_sync(0xffffffffu, work.valid)) break;
       const unsigned long long tMma = p.trace != nullptr ? globalTimer() : 0;
       int prevStage = -1;
-      // Whole tiles: the k range from the kernel's arguments (uniform to the
-      // compiler); split and stream units: from the slot record.
+      // Whole tiles take the k range from the kernel's arguments, which the
+      // compiler knows to be warp-uniform: it then keeps the ring position
+      // and the descriptors in uniform registers (UIADD3 per wgmma) instead
+      // of moving each descriptor with 4 R2UR, and 128x96 spends 14% less
+      // time in its MMAs at llama-qkv M = 512 (NOTES.md v17a). Split and
+      // stream units read theirs from the slot record (a shuffle does not
+      // make it uniform to the compiler; a vote in the loop condition made
+      // those kernels slower, v17a u3). The validity check is a vote for the
+      // same reason.
       const int kb0 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
       const int kb1 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb1, 0) : kIters;
       for (int kb = kb0; kb < kb1; ++kb) {
