@@ -450,6 +450,20 @@ TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
   }();
   const TileConfig c = resolveConfig(a, numSMs);
   if (a.config != TileConfig::Auto || c == TileConfig::T64x128SplitK || streamOff) return c;
+  // Short K (at most 16 k-blocks) in two to four waves of 128x128 tiles, the
+  // last at least 7/8 full: whole 128x128 tiles beat the streams there since
+  // the whole-tile k loop runs in uniform registers (NOTES.md v17d, llama-wo
+  // M = 512: 1.022-1.023 against the stream's 1.064-1.066, M = 1024:
+  // 1.010-1.018 against 1.038-1.043). The cost model's fixed per-tile
+  // overhead does not see it: a persistent block overlaps a short tile's
+  // epilogue with the next tile's loads. At 24 k-blocks (gpt3-wo M = 512) and
+  // in 8 waves (llama-wo M = 2048) the streams stayed ahead.
+  {
+    const int64_t tiles = cdiv(a.M, 128) * cdiv(a.N, 128), rest = tiles % numSMs;
+    const int64_t sms = numSMs;
+    if (cdiv(a.K, 64) <= 16 && tiles > sms && tiles <= 4 * sms && (rest == 0 || 8 * rest >= 7 * sms))
+      return TileConfig::T128x128;
+  }
   const bool fewBands = cdiv(a.M, 128) < kStreamMinBands;
   TileConfig best = c;
   double bestCost = estimatedCost(a.M, a.N, a.K, numSMs, c) * kStreamMargin;

@@ -484,6 +484,25 @@ TEST(GemmNarrow, MeasuredPicks) {
   EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x96);
 }
 
+TEST(GemmNarrow, ShortKWholeTilesOverStreams) {
+  // H100 (NOTES.md v17d): at 16 k-blocks whole 128x128 tiles in two to four
+  // nearly full waves beat the streams; at 24 k-blocks and in 8 waves not.
+  GemmArgs a = good();
+  a.N = 8192, a.K = 1024;  // llama-wo
+  a.M = 512;               // 256 tiles: stream g32 1.064-1.066 -> 128x128 1.022-1.023
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
+  a.M = 1024;  // 512 tiles (last wave 116 of 132): stream g16 1.038-1.043 -> 1.010-1.018
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
+  a.M = 2048;  // 8 waves: the stream (1.007-1.013) stays against 128x128's 1.028-1.030
+  EXPECT_TRUE(isStreamConfig(resolveNoSyncConfig(a, 132)));
+  a.N = 12288, a.K = 1536;  // gpt3-wo, 24 k-blocks
+  a.M = 512;                // stream g32 1.005-1.011 stays against 128x128's 1.013-1.017
+  EXPECT_TRUE(isStreamConfig(resolveNoSyncConfig(a, 132)));
+  // An explicit configuration is never replaced.
+  a.N = 8192, a.K = 1024, a.M = 512, a.config = TileConfig::T128x256Stream;
+  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+}
+
 }  // namespace
 
 namespace {
