@@ -454,10 +454,11 @@ TileConfig resolveNoSyncConfig(const GemmArgs& a, int numSMs) {
   // last at least 7/8 full: whole 128x128 tiles beat the streams there since
   // the whole-tile k loop runs in uniform registers (NOTES.md v17d, llama-wo
   // M = 512: 1.022-1.023 against the stream's 1.064-1.066, M = 1024:
-  // 1.010-1.018 against 1.038-1.043). The cost model's fixed per-tile
-  // overhead does not see it: a persistent block overlaps a short tile's
-  // epilogue with the next tile's loads. At 24 k-blocks (gpt3-wo M = 512) and
-  // in 8 waves (llama-wo M = 2048) the streams stayed ahead.
+  // 1.010-1.018 against 1.038-1.043). The cost model ranks 128x128 last
+  // there: its fixed overhead per tile likely overstates short tiles in
+  // persistent blocks, which overlap a tile's epilogue with the next tile's
+  // loads. At 24 k-blocks (gpt3-wo M = 512) and in 8 waves (llama-wo
+  // M = 2048) the streams stayed ahead.
   {
     const int64_t tiles = cdiv(a.M, 128) * cdiv(a.N, 128), rest = tiles % numSMs;
     const int64_t sms = numSMs;

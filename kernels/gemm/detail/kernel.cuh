@@ -511,10 +511,10 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       // and the descriptors in uniform registers (UIADD3 per wgmma) instead
       // of moving each descriptor with 4 R2UR, and 128x96 spends 14% less
       // time in its MMAs at llama-qkv M = 512 (NOTES.md v17a). Split and
-      // stream units read theirs from the slot record (a shuffle does not
-      // make it uniform to the compiler; a vote in the loop condition made
-      // those kernels slower, v17a u3). The validity check is a vote for the
-      // same reason.
+      // stream units read theirs from the slot record; a vote in their loop
+      // condition made those kernels slower and a reduction of the count
+      // changed nothing (v17a u3, v17e). The validity check is a vote, which
+      // the compiler also treats as warp-uniform (a shuffle it does not).
       const int kb0 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
       const int kb1 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb1, 0) : kIters;
       for (int kb = kb0; kb < kb1; ++kb) {
