@@ -513,8 +513,9 @@ __device__ __forceinline__ void gemmBody(const CUtensorMap& tmA, const CUtensorM
       // time in its MMAs at llama-qkv M = 512 (NOTES.md v17a). Split and
       // stream units read theirs from the slot record; a vote in their loop
       // condition made those kernels slower and a reduction of the count
-      // changed nothing (v17a u3, v17e). The validity check is a vote, which
-      // the compiler also treats as warp-uniform (a shuffle it does not).
+      // changed nothing (v17a u3, v17e). The validity check is a vote, as in
+      // the v17a build that was measured (it changed together with the k
+      // count; the shuffle it replaced was not tried alone with it).
       const int kb0 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
       const int kb1 = Split || Stream ? __shfl_sync(0xffffffffu, u.kb1, 0) : kIters;
       for (int kb = kb0; kb < kb1; ++kb) {
