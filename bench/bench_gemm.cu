@@ -2,7 +2,6 @@
 // Median of per-launch event timings after warm-up; operands rotate among
 // copies so that the working set exceeds L2; random data; error against an
 // fp32 reference on a sample of rows.
-#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +19,8 @@
 #include "bench_gemm.h"
 #include "bench_output.h"
 #include "bench_util.cuh"
+#include "kernels/baseline/cublaslt_gemm.h"
+#include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 
 using namespace cusync_gemm;
@@ -59,82 +60,6 @@ __global__ void refRows(const __nv_bfloat16* A, const __nv_bfloat16* B, const in
   D[(size_t)r * N + n] = s;
 }
 
-struct Lt {
-  cublasLtHandle_t h = nullptr;
-  void* ws = nullptr;
-  size_t wsBytes = 64ull << 20;
-  Lt() {
-    LT_OK(cublasLtCreate(&h));
-    CUDA_OK(cudaMalloc(&ws, wsBytes));
-  }
-  ~Lt() {
-    cublasLtDestroy(h);
-    cudaFree(ws);
-  }
-};
-
-// C[M,N] row-major = A[M,K] row-major x B[N,K]^T, as column-major C^T = B^T' x A'.
-struct LtPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  LtPlan(Lt& lt, int64_t M, int64_t N, int64_t K) {
-    LT_OK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t tA = CUBLAS_OP_T, tB = CUBLAS_OP_N;
-    LT_OK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof(tA)));
-    LT_OK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof(tB)));
-    LT_OK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));  // weights, op T -> N x K
-    LT_OK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));  // activations
-    LT_OK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, N, M, N));
-    cublasLtMatmulPreference_t pref;
-    LT_OK(cublasLtMatmulPreferenceCreate(&pref));
-    LT_OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt.wsBytes,
-                                               sizeof(lt.wsBytes)));
-    cublasLtMatmulHeuristicResult_t res{};
-    int found = 0;
-    LT_OK(cublasLtMatmulAlgoGetHeuristic(lt.h, op, la, lb, lc, lc, pref, 1, &res, &found));
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (found == 0) {
-      std::fprintf(stderr, "cusync-bench: cuBLASLt found no algorithm\n");
-      std::exit(1);
-    }
-    algo = res.algo;
-  }
-  // What cuBLASLt picked, in its own terms (its matrices are our transposes:
-  // its tile "AxB" covers A of our columns and B of our rows), e.g.
-  // "a66 256x128 c2x1x1 k1": algorithm id, tile, cluster shape, split-K count.
-  std::string describe() const {
-    int id = 0, tile = 0, cluster = 0, splitk = 0;
-    size_t w = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster), &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk), &w);
-    // The enum values of cublasLt.h that Hopper kernels use; others print as numbers.
-    static const char* kTiles[] = {"64x64", "128x32", "64x128", "128x64", "64x256", "128x128", "256x64",
-                                   "64x512", "128x256", "256x128", "512x64", "64x96", "96x64", "96x128",
-                                   "128x160", "160x128", "192x128", "128x192", "128x96"};
-    static const char* kClusters[] = {"1x1x1", "2x1x1", "4x1x1", "1x2x1", "2x2x1", "4x2x1", "1x4x1", "2x4x1", "4x4x1"};
-    const std::string t = tile >= CUBLASLT_MATMUL_TILE_64x64 && tile <= CUBLASLT_MATMUL_TILE_128x96
-                              ? kTiles[tile - CUBLASLT_MATMUL_TILE_64x64]
-                              : "tile" + std::to_string(tile);
-    const std::string c = cluster >= CUBLASLT_CLUSTER_SHAPE_1x1x1 && cluster <= CUBLASLT_CLUSTER_SHAPE_4x4x1
-                              ? kClusters[cluster - CUBLASLT_CLUSTER_SHAPE_1x1x1]
-                              : "cluster" + std::to_string(cluster);
-    return "a" + std::to_string(id) + " " + t + " c" + c + " k" + std::to_string(splitk);
-  }
-  ~LtPlan() {
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(op);
-  }
-  void run(Lt& lt, const void* A, const void* B, void* C, cudaStream_t s) {
-    const float one = 1.f, zero = 0.f;
-    LT_OK(cublasLtMatmul(lt.h, op, &one, B, la, A, lb, &zero, C, lc, C, lc, &algo, lt.ws, lt.wsBytes, s));
-  }
-};
-
 }  // namespace
 
 std::vector<std::string> gemmBenchShapes() {
@@ -145,8 +70,14 @@ std::vector<std::string> gemmBenchShapes() {
 
 std::vector<std::string> gemmBenchConfigs() {
   std::vector<std::string> names = {toString(TileConfig::Auto)};
-  for (TileConfig t : kAllTileConfigs) names.push_back(toString(t));
+  for (const TileConfigRow& r : kTileConfigs) names.push_back(r.name);
   return names;
+}
+
+std::string gemmEnvSwitches() {
+  std::string s;
+  for (const EnvSwitch& e : kEnvSwitches) s += std::string("  ") + e.name + e.effect + "\n";
+  return s;
 }
 
 int benchGemm(const GemmBenchOptions& o) {
@@ -155,11 +86,7 @@ int benchGemm(const GemmBenchOptions& o) {
   for (const Shape& sh : kShapes)
     if (o.shapes.empty() || std::find(o.shapes.begin(), o.shapes.end(), sh.name) != o.shapes.end()) shapes.push_back(sh);
   std::vector<TileConfig> cfgs;
-  for (const std::string& c : o.configs) {
-    if (c == toString(TileConfig::Auto)) cfgs.push_back(TileConfig::Auto);
-    for (TileConfig t : kAllTileConfigs)
-      if (c == toString(t)) cfgs.push_back(t);
-  }
+  for (const std::string& c : o.configs) cfgs.push_back(parseTileConfig(c.c_str()));
   const std::vector<int64_t>& ms = o.ms;
   const std::vector<int>& splits = o.splits;
   const int iters = o.iters;
@@ -191,7 +118,7 @@ int benchGemm(const GemmBenchOptions& o) {
   std::printf("  (last column: cuBLASLt's algorithm id, tile in its column-major terms, cluster, split-K)\n");
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  Lt lt;
+  cusync_baseline::LtContext lt;
   const size_t l2 = prop.l2CacheSize;
   int misses = 0, overRound = 0;
   for (const Shape& sh : shapes)
@@ -211,27 +138,28 @@ int benchGemm(const GemmBenchOptions& o) {
         CUDA_OK(cudaMemsetAsync(C[c], 0xFF, cBytes, s));
         CUDA_OK(cudaMemsetAsync(C2[c], 0xFF, cBytes, s));
       }
-      LtPlan plan(lt, M, N, K);
-      auto cub = [&](int i) { plan.run(lt, A[i % copies], B[i % copies], C2[i % copies], s); };
+      const cusync_baseline::LtGemm plan(lt, M, N, K);
+      auto cub = [&](int i) { plan.run(A[i % copies], B[i % copies], C2[i % copies], s); };
       double tCub = -1;
       for (TileConfig cfg : cfgs)
-      for (int splitK : splits) {
+      for (int splitK : splits)
+      for (int groups : o.kCutGroups) {
       GemmArgs g;
-      g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK;
-      // Split counts only vary the split and stream configurations (auto may resolve to one).
-      if (splitK != splits.front() && cfg != TileConfig::Auto && !isSplitConfig(cfg) && !isStreamConfig(cfg)) continue;
-      const TileConfig used = resolveNoSyncConfig(g, prop.multiProcessorCount);
-      // Split configurations print their tile and split count: 64x128/s2, 128x192/t3;
-      // stream configurations their group count: 128x192/g33.
+      g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK, g.kCutGroups = groups;
+      // Part and group counts only vary the configurations they apply to (auto may resolve to one).
+      if (splitK != splits.front() && cfg != TileConfig::Auto && !splitsK(cfg)) continue;
+      if (groups != o.kCutGroups.front() && cfg != TileConfig::Auto && scheduleOf(cfg) != Schedule::KCut) continue;
+      const TileConfig used = resolveConfig(g, prop.multiProcessorCount, LaunchContext::Standalone);
+      // Split configurations print their tile and part count: 64x128/s2, 128x192/t3;
+      // KCut configurations their group count: 128x192/g33.
       std::string usedName = toString(used);
-      if (isStreamConfig(used))
-        usedName = "128x" + std::to_string(tileShape(used).bn) + "/g" +
-                   std::to_string(streamGroups(g, used, prop.multiProcessorCount));
-      if (isSplitConfig(used)) {
-        const TileShape ts = tileShape(used);
-        usedName = std::to_string(ts.bm) + "x" + std::to_string(ts.bn) + (isTailSplitConfig(used) ? "/t" : "/s") +
+      const TileShape ts = tileShape(used);
+      const std::string tileName = std::to_string(ts.bm) + "x" + std::to_string(ts.bn);
+      if (scheduleOf(used) == Schedule::KCut)
+        usedName = tileName + "/g" + std::to_string(kCutGroups(g, used, prop.multiProcessorCount));
+      if (splitsK(used))
+        usedName = tileName + (scheduleOf(used) == Schedule::TailSplit ? "/t" : "/s") +
                    std::to_string(splitCount(g, used, prop.multiProcessorCount));
-      }
       auto ours = [&](int i) {
         GemmArgs a = g;
         a.A = A[i % copies], a.B = B[i % copies], a.C = C[i % copies];

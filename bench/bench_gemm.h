@@ -10,7 +10,8 @@ struct GemmBenchOptions {
   std::vector<int64_t> ms = {64, 256, 512, 1024, 2048, 4096};
   std::vector<std::string> shapes;                // names from gemmBenchShapes(); empty: all of them
   std::vector<std::string> configs = {"auto"};    // names from gemmBenchConfigs()
-  std::vector<int> splits = {0};                  // 0: the heuristic's count
+  std::vector<int> splits = {0};                  // parts per split tile (split configurations); 0: the heuristic's
+  std::vector<int> kCutGroups = {0};              // groups of KCut configurations; 0: the heuristic's
   int iters = 50;
   std::string csv = "gemm_bench.csv";
   bool trace = false;
@@ -19,6 +20,8 @@ struct GemmBenchOptions {
 // The names --shape and --config accept.
 std::vector<std::string> gemmBenchShapes();
 std::vector<std::string> gemmBenchConfigs();
+// The GEMM's environment switches (for A/B runs of one binary), one per line.
+std::string gemmEnvSwitches();
 
 // Exit status: 0 done, 1 a failure, 3 no Hopper GPU here.
 int benchGemm(const GemmBenchOptions& o);

@@ -1,4 +1,4 @@
-// cusync-bench mlp: the MLP pipelines of kernels/mlp (stream, pdl, rowsync,
+// cusync-bench mlp: the MLP pipelines of kernels/mlp (nosync, pdl, rowsync,
 // tilesync, with tile-order choices) against the cuBLAS pipeline PyTorch
 // runs, side by side in one process. Every variant is checked against the
 // cuBLAS result before it is timed. Medians of CUDA-event timings of
@@ -11,7 +11,6 @@
 #include "bench_output.h"
 #include "bench_util.cuh"
 
-#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -29,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cusync/error.h"
+#include "kernels/baseline/cublaslt_gemm.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
 
@@ -45,7 +45,7 @@ struct VariantSpec {
 };
 
 VariantSpec parseSpec(const std::string& s) {
-  VariantSpec sp{s, Variant::Stream, Order::Auto};
+  VariantSpec sp{s, Variant::NoSync, Order::Auto};
   std::string base = s;
   const size_t at = base.find('@');
   if (at != std::string::npos) {
@@ -98,34 +98,13 @@ double measurePeakTflops(cudaStream_t s, int iters) {
   CUDA_OK(cudaMalloc(&C, size_t(n) * n * 2));
   fillRandom<<<1024, 256, 0, s>>>(A, size_t(n) * n, 1, 1.f);
   fillRandom<<<1024, 256, 0, s>>>(B, size_t(n) * n, 2, 1.f);
-  cublasLtHandle_t h;
-  cublasLtCreate(&h);
-  cublasLtMatmulDesc_t op;
-  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-  cublasOperation_t tA = CUBLAS_OP_T, tB = CUBLAS_OP_N;
-  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof(tA));
-  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof(tB));
-  cublasLtMatrixLayout_t l;
-  cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, n, n, n);
-  size_t wsBytes = size_t(32) << 20;
-  void* ws;
-  CUDA_OK(cudaMalloc(&ws, wsBytes));
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatmulPreferenceCreate(&pref);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes));
-  cublasLtMatmulHeuristicResult_t res{};
-  int found = 0;
-  cublasLtMatmulAlgoGetHeuristic(h, op, l, l, l, l, pref, 1, &res, &found);
-  const float one = 1.f, zero = 0.f;
   double ms = NAN;
-  if (found)
-    ms = bench::medianMs([&](int) { cublasLtMatmul(h, op, &one, A, l, B, l, &zero, C, l, C, l, &res.algo, ws, wsBytes, s); },
-                  iters, s);
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(l);
-  cublasLtMatmulDescDestroy(op);
-  cublasLtDestroy(h);
-  cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(ws);
+  {
+    const cusync_baseline::LtContext lt(size_t(32) << 20);
+    const cusync_baseline::LtGemm g(lt, n, n, n);
+    ms = bench::medianMs([&](int) { g.run(A, B, C, s); }, iters, s);
+  }
+  cudaFree(A), cudaFree(B), cudaFree(C);
   return 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12;
 }
 
@@ -283,7 +262,7 @@ int benchMlp(const MlpBenchOptions& o) {
     CUDA_OK(cudaMalloc(&tr2, traceN2 * sizeof(cusync_gemm::TileTrace)));
     for (int64_t M : tokens) {
       std::fprintf(stderr, "[mlp] %s M=%lld (%s): checking and timing %zu variants\n", mname.c_str(), (long long)M,
-                   mlp.configs(M).c_str(), specs.size());
+                   (mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync)).c_str(), specs.size());
       // Reference: the cuBLAS pipeline.
       mlp.run(M, b, Variant::Cublas, s);
       CUDA_OK(cudaStreamSynchronize(s));
@@ -311,7 +290,7 @@ int benchMlp(const MlpBenchOptions& o) {
       const double roofMs = checkOnly ? 0 : std::max(flops / (peak * 1e12), bytes / (bw * 1e12)) * 1e3;
       std::vector<double> ms(specs.size(), INFINITY);
       std::vector<TraceStats> traces(specs.size());
-      Detail det{mname, M, mlp.configs(M), NAN, NAN, NAN, NAN, roofMs};
+      Detail det{mname, M, mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync), NAN, NAN, NAN, NAN, roofMs};
       if (!checkOnly) {
         for (int round = 0; round < 2; ++round) {
           for (size_t i = 0; i < specs.size(); ++i) {
@@ -391,7 +370,7 @@ int benchMlp(const MlpBenchOptions& o) {
             cb = &r;
             continue;
           }
-          if (r.variant == "stream") continue;
+          if (r.variant == "nosync") continue;
           if (!best || r.ms < best->ms) best = &r;
         }
         if (!best || !cb) continue;

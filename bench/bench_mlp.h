@@ -9,7 +9,7 @@
 struct MlpBenchOptions {
   std::vector<std::string> models = {"gpt3", "llama"};
   std::vector<int64_t> tokens = {64, 256, 512, 1024, 1536, 2048, 3072, 4096};
-  std::vector<std::string> variants = {"stream",   "pdl",           "rowsync", "rowsync:grouped",
+  std::vector<std::string> variants = {"nosync",   "pdl",           "rowsync", "rowsync:grouped",
                                        "tilesync", "tilesync:rowmajor", "cublas"};
   int iters = 30;
   std::string json = "mlp_bench.json", csv = "mlp_bench.csv";

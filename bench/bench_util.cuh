@@ -2,7 +2,6 @@
 // copying bf16 results back.
 #pragma once
 
-#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -20,15 +19,6 @@
       std::fprintf(stderr, "cusync-bench: %s: %s\n", #x, cudaGetErrorString(e_)); \
       std::exit(1);                                                               \
     }                                                                             \
-  } while (0)
-
-#define LT_OK(x)                                                                 \
-  do {                                                                           \
-    cublasStatus_t s_ = (x);                                                     \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
-      std::fprintf(stderr, "cusync-bench: %s: cublas status %d\n", #x, (int)s_); \
-      std::exit(1);                                                              \
-    }                                                                            \
   } while (0)
 
 namespace bench {

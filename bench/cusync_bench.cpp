@@ -41,8 +41,12 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
           "tile configurations to time, a row each, comma separated: " + join(gemmBenchConfigs()),
           oneOf(gemmBenchConfigs(), "configuration"));
   addList(c, "--splitk", o.splits,
-          "K splits for the split configurations, group counts for the stream ones, a row each,\n"
-          "comma separated (0 to 4096; 0: the heuristic's)",
+          "parts per split tile for the splitk and tailsplit configurations, a row each, comma separated\n"
+          "(0 to 4096; 0: the heuristic's)",
+          wholeNumber(0, 4096));
+  addList(c, "--kcut-groups", o.kCutGroups,
+          "groups of blocks for the kcut configurations, a row each, comma separated (0 to 4096; 0: the\n"
+          "heuristic's)",
           wholeNumber(0, 4096));
   c->add_option("--iters", o.iters, "timed launches per median (1 to 100000)")
       ->transform(wholeNumber(1, 100000))
@@ -52,7 +56,7 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
   c->add_flag("--trace", o.trace,
               "after each row, one traced launch of ours: per-tile MMA time, epilogue and the gap before the\n"
               "next tile (medians), and the launch's start: block start to its first ticket and first MMA");
-  c->footer(kExitStatus);
+  c->footer("Environment switches of the GEMM, for A/B runs of one binary:\n" + gemmEnvSwitches() + kExitStatus);
 }
 
 void addMlp(CLI::App& app, MlpBenchOptions& o) {
@@ -66,7 +70,7 @@ void addMlp(CLI::App& app, MlpBenchOptions& o) {
   addList(c, "--model", o.models, "gpt3, llama or both, comma separated", oneOf({"gpt3", "llama", "both"}, "model"));
   addList(c, "--tokens", o.tokens, "M values, comma separated (each 1 to 1048576)", wholeNumber(1, kMaxM));
   addList(c, "--variant", o.variants,
-          "stream, pdl, rowsync, tilesync, cublas, comma separated, or all; a suffix :rowmajor or\n"
+          "nosync, pdl, rowsync, tilesync, cublas, comma separated, or all; a suffix :rowmajor or\n"
           ":grouped picks the tile order, @serial launches a synced variant without PDL",
           CLI::Validator([](std::string& v) { return v == "all" ? std::string() : mlpVariantError(v); }, ""));
   c->add_option("--iters", o.iters, "timed runs per median (1 to 100000)")

@@ -44,10 +44,20 @@ struct CudaBackend {
     cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
 #endif
   }
+  // Programmatic dependent launch (no CCCL wrapper exists for griddepcontrol;
+  // both are no-ops in a launch without the programmatic attribute):
+  // let the next grid in the stream be scheduled once every block of this
+  // one has been here,
   static __device__ __forceinline__ void triggerDependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // No CCCL wrapper exists for griddepcontrol; a no-op without PDL.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  }
+  // and wait until the grids this one depends on have finished and their
+  // memory operations are visible.
+  static __device__ __forceinline__ void waitForPriorGrids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   }
   static __device__ __forceinline__ void onSpin(const StallInfo& info, unsigned long long spins) {

@@ -30,6 +30,9 @@ struct LaunchShape {
   size_t sharedBytes = 0;
   // A persistent grid: fewer blocks than tiles, each looping on tile().
   bool persistent = false;
+  // Of a persistent grid, the blocks that take tickets (0: all of them); a
+  // cluster launch may have one block per cluster take them for the cluster.
+  uint32_t ticketBlocks = 0;
 };
 
 namespace detail {
@@ -88,7 +91,11 @@ class Pipeline {
       throw Error(ErrorCode::GridMismatch, stage.name(),
                   "launch has " + std::to_string(blocks) + " blocks for " + std::to_string(stage.numTiles()) +
                       " tiles (set LaunchShape::persistent for a persistent grid)");
-    const typename StageT::View view = stage.view(shape.persistent ? blocks : 0);
+    if (shape.ticketBlocks > blocks)
+      throw Error(ErrorCode::GridMismatch, stage.name(),
+                  std::to_string(shape.ticketBlocks) + " ticket-taking blocks in a launch of " + std::to_string(blocks));
+    const uint32_t takers = shape.ticketBlocks != 0 ? shape.ticketBlocks : blocks;
+    const typename StageT::View view = stage.view(shape.persistent ? takers : 0);
     const Placement p = place(mode_, position_++, stage.isConsumer(), stage.opts());
     cudaStream_t s = streamFor(p, stage.name());
     const int priority = priorityFor(p, stage.name());

@@ -1,60 +1,97 @@
-// GEMM launch through a caller's cusync::Stage, for pipelines: include this
-// from a CUDA translation unit built for sm_90a (CUDA_ARCHITECTURES 90a).
+// The GEMM as a stage of a cusync pipeline: include this from a CUDA
+// translation unit built for sm_90a (CUDA_ARCHITECTURES 90a).
 //
-//   const TileConfig c = resolveConfig(args, numSMs);
-//   cusync::Stage<NoSync, RowSync> st("gemm1", stageGrid(args, c), stageTile(c));
-//   args.config = c;
-//   cusync_gemm::gemm(args, st, stream);
+//   GemmArgs g1 = ..., g2 = ...;   // shapes, pointers, epilogues
+//   const TileConfig c1 = resolveConfig(g1, sms, LaunchContext::Stage), c2 = ...;
+//   cusync::Stage<NoSync, RowSync> s1("gemm1", stageGrid(g1, c1), stageTile(g1, c1));
+//   cusync::Stage<RowSync, NoSync> s2("gemm2", stageGrid(g2, c2), stageTile(g2, c2));
+//   cusync::pair(s1, s2);
+//   cusync::Pipeline pipe(cusync::LaunchMode::Pdl, stream);
+//   cusync_gemm::gemm(g1, s1, pipe);
+//   cusync_gemm::gemm(g2, s2, pipe);
+//   pipe.finish();
 //
-// The stage's grid and tile must match the resolved configuration. The
-// launch is persistent: view(ticketBlocks(args, c, SMs)) is what the kernel
-// receives (min(SMs, tiles), or min(SMs, tiles x splits) for T64x128SplitK).
+// Every launch resolves its configuration as gemm(args, stream) does, for a
+// stage (resolveConfig(.., LaunchContext::Stage): no KCut), and the stage's
+// grid and tile must match it. The launch is persistent: the stage's view is
+// taken for ticketBlocks(args, config, SMs) blocks.
 //
-// Compile time: one gemm(args, stage) call instantiates every configuration x
-// epilogue of the four families (bf16 / fp16 x B layout) for the stage's
-// policies, some 180 kernels per policy pair, in the calling translation unit.
-// To spread them over several units, declare them extern where gemm() is
-// called and instantiate each family in a unit of its own:
+// Compile time: a call instantiates every configuration x epilogue of the
+// families it may run (by default all four: bf16 / fp16 x B layout) for the
+// stage's policies, in the calling translation unit. Restrict them with
+// gemm<Families<Family::Bf16NK>, Epilogues<Epilogue::Gelu>>(...), or declare
+// the families extern and instantiate each in a unit of its own:
 //
-//   CUSYNC_GEMM_EXTERN_STAGED(NoSync, RowSync)                     // caller
-//   CUSYNC_GEMM_STAGED_FAMILY(__nv_bfloat16, 0, NoSync, RowSync)   // one per unit
+//   CUSYNC_GEMM_EXTERN_FAMILY(Bf16NK, NoSync, RowSync)        // caller
+//   CUSYNC_GEMM_INSTANTIATE_FAMILY(Bf16NK, NoSync, RowSync)   // one unit
 //
-// (family: element type, 0 for B as [N, K] or 1 for [K, N]; policies as
-// written in the caller's scope, e.g. cusync::policy::RowSync).
+// (policies as written in the caller's scope, e.g. cusync::policy::RowSync).
 #pragma once
 
+#include <string>
+
+#include "cusync/launch.h"
 #include "cusync/stage.h"
-#include "kernels/gemm/detail/launch.cuh"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/host/launch.cuh"
 
 namespace cusync_gemm {
 
-template <class In, class Out, class Memory>
-void gemm(const GemmArgs& a, cusync::Stage<In, Out, Memory>& stage, cudaStream_t stream) {
-  checkArgs(a);
-  if (isStreamConfig(a.config))  // resolveConfig never picks one
+using detail::AllEpilogues;
+using detail::Epilogues;
+using detail::Family;
+template <Family... Fs>
+struct Families {};
+using AllFamilies = Families<Family::Bf16NK, Family::Bf16KN, Family::F16NK, Family::F16KN>;
+
+namespace detail {
+template <class Epis, class View, Family... Fs>
+void launchStaged(Families<Fs...>, const GemmArgs& a, const View& v, uint32_t blocks, const cudaLaunchConfig_t& cfg) {
+  const Family want = familyOf(a);
+  const bool built =
+      ((want == Fs ? (launchFamily<FamilyType<Fs>, kFamilyTransB<Fs>, View, Epis>(a, v, blocks, cfg, KernelFlags{}),
+                      true)
+                   : false) ||
+       ...);
+  if (!built)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, v.name,
+                        "this program does not build the staged GEMM for the operands' element type and B layout");
+}
+}  // namespace detail
+
+// Launches the GEMM of `args` as `stage` at the pipeline's next position.
+// Fams and Epis restrict the kernels a translation unit builds.
+template <class Fams = AllFamilies, class Epis = AllEpilogues, class StageT>
+void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
+  checkArgs(args);
+  const detail::DeviceInfo& d = detail::requireHopper();
+  GemmArgs a = args;
+  a.config = resolveConfig(args, d.sms, LaunchContext::Stage);
+  if (!runsInStages(a.config))
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, stage.name(),
                         std::string("tile configuration ") + toString(a.config) +
                             " runs only through gemm(args, stream), without a stage: its blocks take no tickets");
-  const detail::DeviceInfo& d = detail::requireHopper();
-  const TileConfig c = resolveConfig(a, d.sms);
-  if (stage.shape().grid != stageGrid(a, c) || stage.shape().tile != stageTile(c))
+  if (stage.shape().grid != stageGrid(a, a.config) || stage.shape().tile != stageTile(a, a.config))
     throw cusync::Error(cusync::ErrorCode::GridMismatch, stage.name(),
-                        std::string("stage grid/tile do not match GEMM configuration ") + toString(c));
-  const uint32_t blocks = persistentBlocks(a, c, d.sms);
-  detail::dispatchAll(a, c, stage.view(ticketBlocks(a, c, d.sms)), blocks, stream);
+                        std::string("stage grid/tile do not match GEMM configuration ") + toString(a.config));
+  cusync::LaunchShape shape;
+  const uint32_t blocks = persistentBlocks(a, a.config, d.sms);
+  shape.grid = dim3(blocks);
+  shape.block = dim3(detail::kThreads);
+  shape.persistent = true;
+  shape.ticketBlocks = ticketBlocks(a, a.config, d.sms);
+  pipe.launchWith(stage, shape, [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view) {
+    detail::launchStaged<Epis>(Fams{}, a, view, blocks, cfg);
+    return cudaSuccess;  // launch errors are thrown
+  });
+}
+
+// The same, alone in plain stream order (LaunchMode::Serial).
+template <class Fams = AllFamilies, class Epis = AllEpilogues, class StageT>
+void gemm(const GemmArgs& args, const StageT& stage, cudaStream_t stream) {
+  cusync::Pipeline pipe(cusync::LaunchMode::Serial, stream);
+  gemm<Fams, Epis>(args, stage, pipe);
+  pipe.finish();
 }
 
 }  // namespace cusync_gemm
-
-#define CUSYNC_GEMM_STAGED_FAMILY_DECL_(T, TB, In, Out)                                                   \
-  template void cusync_gemm::detail::dispatchTyped<T, TB, In, Out>(                                     \
-      const cusync_gemm::GemmArgs&, cusync_gemm::TileConfig, const cusync::StageView<In, Out>&, uint32_t, \
-      cudaStream_t, const cusync_gemm::detail::LaunchOpts&);
-// Instantiates one family's kernels for one policy pair (see the top of this file).
-#define CUSYNC_GEMM_STAGED_FAMILY(T, TB, In, Out) CUSYNC_GEMM_STAGED_FAMILY_DECL_(T, TB, In, Out)
-// Declares all four families of a policy pair extern: instantiated elsewhere.
-#define CUSYNC_GEMM_EXTERN_STAGED(In, Out)                        \
-  extern CUSYNC_GEMM_STAGED_FAMILY_DECL_(__nv_bfloat16, 0, In, Out) \
-  extern CUSYNC_GEMM_STAGED_FAMILY_DECL_(__nv_bfloat16, 1, In, Out) \
-  extern CUSYNC_GEMM_STAGED_FAMILY_DECL_(__half, 0, In, Out)        \
-  extern CUSYNC_GEMM_STAGED_FAMILY_DECL_(__half, 1, In, Out)

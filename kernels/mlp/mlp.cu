@@ -2,14 +2,16 @@
 // pipelines and their SwiGLU kernel.
 #include "kernels/mlp/mlp.h"
 
-#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "cusync/error.h"
+#include "cusync/memory.h"
+#include "kernels/baseline/cublaslt_gemm.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp_plan.h"
 #include "kernels/mlp/synced.h"
@@ -20,14 +22,7 @@ namespace {
 
 [[noreturn]] void bad(const std::string& what) { throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp", what); }
 
-void cudaOk(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw cusync::Error(cusync::ErrorCode::CudaError, "mlp", std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-void ltOk(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw cusync::Error(cusync::ErrorCode::CudaError, "mlp", std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
-}
+void cudaOk(cudaError_t e, const char* what) { cusync::cudaCheck(e, what, "mlp"); }
 
 // out[m][8q + r] = silu(g) * u, g = in[m][16q + r], u = in[m][16q + 8 + r]
 // (the interleaved layout of cusync_gemm::swigluInterleavedRow). One thread
@@ -55,18 +50,6 @@ __global__ void swigluKernel(const __nv_bfloat16* __restrict__ in, __nv_bfloat16
   *reinterpret_cast<uint4*>(out + m * (N1 / 2) + 8 * q) = ov;
 }
 
-struct LtPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  ~LtPlan() {
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (lc) cublasLtMatrixLayoutDestroy(lc);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
-
 }  // namespace
 
 Model parseModel(const std::string& s) {
@@ -75,9 +58,9 @@ Model parseModel(const std::string& s) {
   bad("unknown model '" + s + "' (gpt3 or llama)");
 }
 Variant parseVariant(const std::string& s) {
-  for (Variant v : {Variant::Stream, Variant::Pdl, Variant::RowSync, Variant::TileSync, Variant::Cublas})
+  for (Variant v : {Variant::NoSync, Variant::Pdl, Variant::RowSync, Variant::TileSync, Variant::Cublas})
     if (s == toString(v)) return v;
-  bad("unknown variant '" + s + "' (stream, pdl, rowsync, tilesync or cublas)");
+  bad("unknown variant '" + s + "' (nosync, pdl, rowsync, tilesync or cublas)");
 }
 
 struct Mlp::Impl {
@@ -85,12 +68,11 @@ struct Mlp::Impl {
   Dims d;
   int64_t maxM;
   int sms = 0;
-  cublasLtHandle_t lt = nullptr;
-  void* ws = nullptr;
-  size_t wsBytes = size_t(32) << 20;
+  // The same workspace cuBLASLt had in every measurement of this pipeline.
+  std::unique_ptr<cusync_baseline::LtContext> lt;
   void* scratch = nullptr;  // LLaMA cuBLAS: GEMM1 output [maxM, N1]
   std::map<std::tuple<int64_t, int, int>, std::unique_ptr<detail::SyncedPair>> pairs;
-  std::map<std::pair<int64_t, int>, std::unique_ptr<LtPlan>> lt1, lt2;
+  std::map<int64_t, std::unique_ptr<cusync_baseline::LtGemm>> lt1, lt2;
 
   bool capturing(cudaStream_t s) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -102,43 +84,15 @@ struct Mlp::Impl {
     if (M < 1 || M > maxM) bad("M = " + std::to_string(M) + " outside [1, " + std::to_string(maxM) + "]");
   }
 
-  LtPlan* ltPlan(int64_t M, int which, bool create) {
+  // cuBLASLt's plan of GEMM `which` (GPT-3's GEMM1 with its GELU epilogue).
+  cusync_baseline::LtGemm* ltPlan(int64_t M, int which, bool create) {
     auto& tab = which == 1 ? lt1 : lt2;
-    auto it = tab.find({M, 0});
+    auto it = tab.find(M);
     if (it != tab.end()) return it->second.get();
     if (!create) return nullptr;
     const int64_t N = which == 1 ? d.N1 : d.N2, K = which == 1 ? d.K1 : d.K2;
-    auto p = std::make_unique<LtPlan>();
-    ltOk(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    cublasOperation_t tA = CUBLAS_OP_T, tB = CUBLAS_OP_N;
-    ltOk(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof(tA)), "set TRANSA");
-    ltOk(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof(tB)), "set TRANSB");
-    if (which == 1 && model == Model::GPT3) {
-      cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_GELU;
-      ltOk(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
-    }
-    ltOk(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, K, N, K), "layout W");
-    ltOk(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, K, M, K), "layout X");
-    ltOk(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, N, M, N), "layout C");
-    cublasLtMatmulPreference_t pref;
-    ltOk(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    ltOk(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes)),
-         "preference workspace");
-    cublasLtMatmulHeuristicResult_t res{};
-    int found = 0;
-    ltOk(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found), "heuristic");
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (found == 0) bad("cuBLASLt found no algorithm");
-    p->algo = res.algo;
-    LtPlan* raw = p.get();
-    tab[{M, 0}] = std::move(p);
-    return raw;
-  }
-
-  void ltRun(LtPlan* p, const void* W, const void* A, void* C, cudaStream_t s) {
-    const float one = 1.f, zero = 0.f;
-    ltOk(cublasLtMatmul(lt, p->op, &one, W, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo, ws, wsBytes, s),
-         "cublasLtMatmul");
+    const auto e = which == 1 && model == Model::GPT3 ? cusync_baseline::LtEpilogue::Gelu : cusync_baseline::LtEpilogue::None;
+    return (tab[M] = std::make_unique<cusync_baseline::LtGemm>(*lt, M, N, K, e)).get();
   }
 
   detail::SyncedPair* pair(int64_t M, Variant v, Order o, bool create) {
@@ -148,9 +102,9 @@ struct Mlp::Impl {
     if (!create) return nullptr;
     const PairPlan plan = planPair(model, M, v, o, sms);
     std::unique_ptr<detail::SyncedPair> p;
-    if (v == Variant::Pdl) p = detail::makeWholeSyncPair(plan);
-    else if (v == Variant::RowSync) p = detail::makeRowSyncPair(plan);
-    else p = detail::makeTileSyncPair(plan);
+    if (v == Variant::Pdl) p = detail::makeSyncedPair<WholeSync>(plan);
+    else if (v == Variant::RowSync) p = detail::makeSyncedPair<cusync::policy::RowSync>(plan);
+    else p = detail::makeSyncedPair<cusync::policy::TileSync>(plan);
     detail::SyncedPair* raw = p.get();
     pairs[key] = std::move(p);
     return raw;
@@ -166,7 +120,7 @@ struct Mlp::Impl {
   }
 
   void need(int64_t M, Variant v, Order o, cudaStream_t s) {
-    const bool have = (v == Variant::Stream) || (v == Variant::Cublas ? ltPlan(M, 1, false) && ltPlan(M, 2, false)
+    const bool have = (v == Variant::NoSync) || (v == Variant::Cublas ? ltPlan(M, 1, false) && ltPlan(M, 2, false)
                                                                        : pair(M, v, o, false) != nullptr);
     if (have) return;
     if (capturing(s))
@@ -188,12 +142,12 @@ struct Mlp::Impl {
   }
 
   void cublas1(int64_t M, const Buffers& b, cudaStream_t s) {
-    LtPlan* p = ltPlan(M, 1, false);
+    const cusync_baseline::LtGemm* p = ltPlan(M, 1, false);
     if (model == Model::GPT3) {
-      ltRun(p, b.W1, b.X, b.H, s);
+      p->run(b.X, b.W1, b.H, s);
       return;
     }
-    ltRun(p, b.W1, b.X, scratch, s);
+    p->run(b.X, b.W1, scratch, s);
     const int64_t threads = M * (d.N1 / 16);
     swigluKernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(
         static_cast<const __nv_bfloat16*>(scratch), static_cast<__nv_bfloat16*>(b.H), M, d.N1);
@@ -210,8 +164,7 @@ Mlp::Mlp(Model model, int64_t maxM) : impl_(std::make_unique<Impl>()) {
   int dev = 0;
   cudaOk(cudaGetDevice(&dev), "cudaGetDevice");
   cudaOk(cudaDeviceGetAttribute(&m.sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
-  ltOk(cublasLtCreate(&m.lt), "cublasLtCreate");
-  cudaOk(cudaMalloc(&m.ws, m.wsBytes), "cudaMalloc(cuBLAS workspace)");
+  m.lt = std::make_unique<cusync_baseline::LtContext>(size_t(32) << 20);
   if (model == Model::LLaMA) cudaOk(cudaMalloc(&m.scratch, size_t(maxM) * m.d.N1 * 2), "cudaMalloc(scratch)");
 }
 
@@ -220,8 +173,7 @@ Mlp::~Mlp() {
   impl_->pairs.clear();
   impl_->lt1.clear();
   impl_->lt2.clear();
-  if (impl_->lt) cublasLtDestroy(impl_->lt);
-  cudaFree(impl_->ws);
+  impl_->lt.reset();
   cudaFree(impl_->scratch);
 }
 
@@ -236,13 +188,13 @@ void Mlp::run(int64_t M, const Buffers& b, Variant v, cudaStream_t s, Order o, b
   if (!b.X || !b.W1 || !b.H || !b.W2 || !b.Y) bad("null buffer");
   m.need(M, v, o, s);
   switch (v) {
-    case Variant::Stream:
+    case Variant::NoSync:
       cusync_gemm::gemm(m.args(1, M, b), s);
       cusync_gemm::gemm(m.args(2, M, b), s);
       return;
     case Variant::Cublas:
       m.cublas1(M, b, s);
-      m.ltRun(m.ltPlan(M, 2, false), b.W2, b.H, b.Y, s);
+      m.ltPlan(M, 2, false)->run(b.H, b.W2, b.Y, s);
       return;
     default:
       m.pair(M, v, o, false)->launch(b, s, pdl ? cusync::LaunchMode::Pdl : cusync::LaunchMode::Serial);
@@ -264,12 +216,19 @@ void Mlp::cublasGemm1(int64_t M, const Buffers& b, cudaStream_t s) {
 }
 void Mlp::cublasGemm2(int64_t M, const Buffers& b, cudaStream_t s) {
   impl_->need(M, Variant::Cublas, Order::Auto, s);
-  impl_->ltRun(impl_->ltPlan(M, 2, false), b.W2, b.H, b.Y, s);
+  impl_->ltPlan(M, 2, false)->run(b.H, b.W2, b.Y, s);
 }
 
-std::string Mlp::configs(int64_t M) const {
+std::string Mlp::configs(int64_t M, Variant v) const {
+  if (v == Variant::Cublas) return "cublas";
   const PairPlan p = planPair(impl_->model, M, Variant::TileSync, Order::Auto, impl_->sms);
-  return std::string(cusync_gemm::toString(p.g1.args.config)) + "/" + cusync_gemm::toString(p.g2.args.config);
+  cusync_gemm::GemmArgs a1 = p.g1.args, a2 = p.g2.args;
+  if (v == Variant::NoSync) {
+    a1.config = a2.config = cusync_gemm::TileConfig::Auto;
+    a1.config = cusync_gemm::resolveConfig(a1, impl_->sms, cusync_gemm::LaunchContext::Standalone);
+    a2.config = cusync_gemm::resolveConfig(a2, impl_->sms, cusync_gemm::LaunchContext::Standalone);
+  }
+  return std::string(cusync_gemm::toString(a1.config)) + "/" + cusync_gemm::toString(a2.config);
 }
 
 }  // namespace cusync_mlp

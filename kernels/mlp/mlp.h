@@ -1,6 +1,6 @@
 // Transformer MLP blocks through cusync: GPT-3 (GEMM1 with fused GELU, then
 // GEMM2) and LLaMA (GEMM1 over gate and up interleaved, fused SwiGLU, then
-// GEMM2), bf16, tensor parallel 8 as in the cuSync paper (DESIGN.md section 4):
+// GEMM2), bf16, tensor parallel 8 as in the cuSync paper (docs/design.md, "Workloads"):
 //
 //   GPT-3 175B:  H = gelu(X[M,12288] W1^T)  W1 [6144, 12288]    H [M, 6144]
 //                Y = H W2^T                 W2 [12288, 6144]    Y [M, 12288]
@@ -12,7 +12,8 @@
 // row 16q + r is gate row 8q + r for r < 8, up row 8q + r - 8 for r >= 8.
 //
 // Variants (one API, all capturable in a CUDA graph once prepared):
-//   Stream    our two GEMM kernels serialized on the stream (our own baseline)
+//   NoSync    our two GEMMs (cusync_gemm::gemm) one after the other in stream
+//             order, no tile synchronization: our own baseline
 //   Pdl       programmatic dependent launch only: GEMM2 is launched early with
 //             PDL, prefetches its weights, then waits for ALL of GEMM1
 //             (cusync policy WholeSync: one semaphore, waits for every tile)
@@ -41,7 +42,7 @@ struct TileTrace;
 namespace cusync_mlp {
 
 enum class Model { GPT3, LLaMA };
-enum class Variant { Stream, Pdl, RowSync, TileSync, Cublas };
+enum class Variant { NoSync, Pdl, RowSync, TileSync, Cublas };
 // Tile order of the two GEMM stages of the synced variants. Auto: row-major
 // for RowSync, the GEMM's grouped order (bands of 8 row tiles) otherwise.
 enum class Order { Auto, RowMajor, Grouped };
@@ -58,7 +59,7 @@ inline Dims dims(Model m) {
 inline const char* toString(Model m) { return m == Model::GPT3 ? "gpt3" : "llama"; }
 inline const char* toString(Variant v) {
   switch (v) {
-    case Variant::Stream: return "stream";
+    case Variant::NoSync: return "nosync";
     case Variant::Pdl: return "pdl";
     case Variant::RowSync: return "rowsync";
     case Variant::TileSync: return "tilesync";
@@ -75,7 +76,7 @@ inline const char* toString(Order o) {
   return "?";
 }
 Model parseModel(const std::string& s);      // "gpt3" | "llama"
-Variant parseVariant(const std::string& s);  // "stream" | "pdl" | "rowsync" | "tilesync" | "cublas"
+Variant parseVariant(const std::string& s);  // "nosync" | "pdl" | "rowsync" | "tilesync" | "cublas"
 
 struct Buffers {
   const void* X = nullptr;   // [M, K1] bf16
@@ -123,8 +124,9 @@ class Mlp {
   void cublasGemm1(int64_t M, const Buffers& b, cudaStream_t stream);
   void cublasGemm2(int64_t M, const Buffers& b, cudaStream_t stream);
 
-  // The tile configuration ("128x256", ...) GEMM1 / GEMM2 use at this M.
-  std::string configs(int64_t M) const;
+  // The tile configurations ("128x256/128x192-tailsplit") GEMM1 and GEMM2 of
+  // variant v use at this M.
+  std::string configs(int64_t M, Variant v) const;
 
   struct Impl;
 

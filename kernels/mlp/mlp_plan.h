@@ -1,6 +1,6 @@
 // Host-only plan of the MLP pipelines: model dimensions, and for each synced
-// variant the two GEMM stages' grids, tiles, persistent block counts, tile
-// orders and flags. The GPU library (mlp.cu) and the CPU emulator test
+// variant the two GEMM stages' configurations (the GEMM's own choice for a
+// stage), grids, tiles, persistent block counts, tile orders and flags. The GPU library (mlp.cu) and the CPU emulator test
 // (tests/mlp_emu_test.cpp) build their stages from the same plan, so the
 // emulator checks the very configuration the GPU runs.
 #pragma once
@@ -23,6 +23,7 @@ struct GemmPlan {
   cusync::Dim3 grid;           // stage grid (x over output column tiles, y over row tiles)
   cusync::Dim3 tile;           // stage tile {output columns, rows, BK}
   uint32_t blocks = 0;         // persistent blocks (cusync_gemm::persistentBlocks)
+  uint32_t ticketBlocks = 0;   // of those, the blocks that take tickets (one per cluster pair)
   Order order = Order::Grouped;
   int opts = cusync::NoOptimization;
 };
@@ -51,29 +52,24 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
   a1.N = d.N1;
   a1.K = d.K1;
   a1.epilogue = model == Model::GPT3 ? cusync_gemm::Epilogue::Gelu : cusync_gemm::Epilogue::SwiGLU;
-  a1.config = cusync_gemm::chooseConfig(M, d.N1, d.K1, sms);
   cusync_gemm::GemmArgs& a2 = p.g2.args;
   a2.M = M;
   a2.N = d.N2;
   a2.K = d.K2;
   a2.epilogue = cusync_gemm::Epilogue::Identity;
-  a2.config = cusync_gemm::chooseConfig(M, d.N2, d.K2, sms);
-  // The heuristic's 128-row choice: 128x128, 128x256, or 128x256 with the
-  // last, part-empty wave's tiles split in K (a tile is posted once, by the
-  // block that finishes it).
+  // The GEMM's own choice for a stage, as every launch of it makes it.
   for (GemmPlan* g : {&p.g1, &p.g2}) {
+    g->args.config = cusync_gemm::resolveConfig(g->args, sms, cusync_gemm::LaunchContext::Stage);
     g->grid = cusync_gemm::stageGrid(g->args, g->args.config);
-    g->tile = cusync_gemm::stageTile(g->args.config);
+    g->tile = cusync_gemm::stageTile(g->args, g->args.config);
     g->blocks = cusync_gemm::persistentBlocks(g->args, g->args.config, sms);
+    g->ticketBlocks = cusync_gemm::ticketBlocks(g->args, g->args.config, sms);
     g->order = o;
   }
-  // SwiGLU halves the columns: a producer tile of BN accumulator columns
-  // writes BN / 2 output columns, which is what the consumer reads.
-  if (model == Model::LLaMA) p.g1.tile.x /= 2;
   // TileSync: one writer per semaphore, so the post is a plain store.
   if (v == Variant::TileSync) p.g1.opts |= cusync::NoAtomicAdd;
-  // ReorderTileLoads: GEMM2 loads B (weights) before waiting for A. Waiting
-  // first measured slower on the H100 (NOTES.md run 4).
+  // ReorderTileLoads: GEMM2 loads B (weights) before waiting for A; waiting
+  // first measured slower on the H100.
   p.g2.opts |= cusync::ReorderTileLoads;
   return p;
 }

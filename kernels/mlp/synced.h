@@ -1,5 +1,6 @@
 // The synced variants' stage pairs behind one interface; each policy's pair
-// is built in its own translation unit (sync_*.cu) to compile in parallel.
+// is built in a translation unit of its own (generated from
+// synced_instance.cu.in) so that they compile in parallel.
 #pragma once
 
 #include <memory>
@@ -15,12 +16,18 @@ namespace cusync_mlp::detail {
 class SyncedPair {
  public:
   virtual ~SyncedPair() = default;
-  // GEMM1 then GEMM2 on one stream, LaunchMode::Pdl placement.
+  // GEMM1 then GEMM2 on one stream, placed by a cusync::Pipeline of `mode`.
   virtual void launch(const Buffers& b, cudaStream_t s, cusync::LaunchMode mode) = 0;
 };
 
-std::unique_ptr<SyncedPair> makeWholeSyncPair(const PairPlan& p);
-std::unique_ptr<SyncedPair> makeRowSyncPair(const PairPlan& p);
-std::unique_ptr<SyncedPair> makeTileSyncPair(const PairPlan& p);
+// The pair of policy P; specialized for WholeSync, RowSync and TileSync.
+template <class P>
+std::unique_ptr<SyncedPair> makeSyncedPair(const PairPlan& p);
+template <>
+std::unique_ptr<SyncedPair> makeSyncedPair<WholeSync>(const PairPlan& p);
+template <>
+std::unique_ptr<SyncedPair> makeSyncedPair<cusync::policy::RowSync>(const PairPlan& p);
+template <>
+std::unique_ptr<SyncedPair> makeSyncedPair<cusync::policy::TileSync>(const PairPlan& p);
 
 }  // namespace cusync_mlp::detail

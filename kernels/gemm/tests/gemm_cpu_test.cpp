@@ -7,8 +7,7 @@
 
 #include "cusync/error.h"
 #include "cusync/tile_order.h"
-#include "kernels/gemm/detail/host.h"
-#include "kernels/gemm/detail/stream_plan.h"
+#include "kernels/gemm/schedule/k_cut_range.h"
 #include "kernels/gemm/gemm.h"
 
 using namespace cusync_gemm;
@@ -23,6 +22,18 @@ GemmArgs good() {
   a.A = buf, a.B = buf + 1024, a.C = buf + 2048;
   return a;
 }
+
+// The heuristic's choices, as a stage of a pipeline and as a launch alone.
+TileConfig stageChoice(int64_t M, int64_t N, int64_t K, int sms) {
+  GemmArgs a;
+  a.M = M, a.N = N, a.K = K;
+  return resolveConfig(a, sms, LaunchContext::Stage);
+}
+TileConfig stageChoice(const GemmArgs& a, int sms) { return resolveConfig(a, sms, LaunchContext::Stage); }
+TileConfig standaloneChoice(const GemmArgs& a, int sms) { return resolveConfig(a, sms, LaunchContext::Standalone); }
+bool isTailSplit(TileConfig c) { return scheduleOf(c) == Schedule::TailSplit; }
+bool isKCut(TileConfig c) { return scheduleOf(c) == Schedule::KCut; }
+bool isPair(TileConfig c) { return scheduleOf(c) == Schedule::ClusterPair; }
 
 void expectBad(const GemmArgs& a, const std::string& needle) {
   try {
@@ -76,7 +87,7 @@ TEST(GemmConfig, HeuristicPicksImplementedConfigs) {
   for (int64_t M : {1, 17, 64, 256, 512, 1024, 2048, 4096, 10000})
     for (int64_t N : {256, 1024, 4608, 6144, 12288})
       for (int sms : {1, 78, 132}) {
-        const TileConfig c = chooseConfig(M, N, 4096, sms);
+        const TileConfig c = stageChoice(M, N, 4096, sms);
         EXPECT_NE(c, TileConfig::Auto);
         GemmArgs a = good();
         a.M = M, a.N = N, a.config = c;
@@ -85,18 +96,19 @@ TEST(GemmConfig, HeuristicPicksImplementedConfigs) {
 }
 
 TEST(GemmConfig, LargeShapesUseWideTiles) {
-  // 32 x 24 = 768 tiles: 5.8 waves; splitting the last one in two does not shorten it.
-  EXPECT_EQ(chooseConfig(4096, 6144, 12288, 132), TileConfig::T128x256);
+  // 32 x 24 = 768 tiles of 128x256: 5.8 waves; splitting the last one in two
+  // does not shorten it, and pairs sharing B by multicast are cheaper still.
+  EXPECT_EQ(stageChoice(4096, 6144, 12288, 132), TileConfig::T128x256Pair);
   // 16 x 48 = 768 tiles.
-  EXPECT_EQ(chooseConfig(2048, 12288, 6144, 132), TileConfig::T128x256);
+  EXPECT_EQ(stageChoice(2048, 12288, 6144, 132), TileConfig::T128x256Pair);
 }
 
 TEST(GemmConfig, NarrowTilesFillWaves) {
   // gpt3-mlp1 M = 512: 4 x 32 = 128 tiles of 128x192 fill 97% of 132 SMs,
   // where 96 tiles of 128x256 fill 73% (measured 1.02x against 1.19x cuBLAS).
-  EXPECT_EQ(chooseConfig(512, 6144, 12288, 132), TileConfig::T128x192);
+  EXPECT_EQ(stageChoice(512, 6144, 12288, 132), TileConfig::T128x192);
   // llama-qkv M = 1024: 128 tiles of 128x192 against 96 of 128x256.
-  EXPECT_EQ(chooseConfig(1024, 3072, 8192, 132), TileConfig::T128x192);
+  EXPECT_EQ(stageChoice(1024, 3072, 8192, 132), TileConfig::T128x192);
   EXPECT_LT(estimatedCost(512, 6144, 12288, 132, TileConfig::T128x192),
             estimatedCost(512, 6144, 12288, 132, TileConfig::T128x256));
   EXPECT_THROW(estimatedCost(512, 6144, 12288, 132, TileConfig::Auto), cusync::Error);
@@ -105,46 +117,47 @@ TEST(GemmConfig, NarrowTilesFillWaves) {
 TEST(GemmConfig, PartWavesSplitTheTail) {
   // gpt3-qkv M = 1024: 8 x 24 = 192 tiles of 128x192: one whole wave, then
   // 60 tiles split in two (120 parts on 132 SMs).
-  EXPECT_EQ(chooseConfig(1024, 4608, 12288, 132), TileConfig::T128x192SplitTail);
+  EXPECT_EQ(stageChoice(1024, 4608, 12288, 132), TileConfig::T128x192TailSplit);
   GemmArgs a = good();
   a.M = 1024, a.N = 4608, a.K = 12288;
-  EXPECT_EQ(splitCount(a, TileConfig::T128x192SplitTail, 132), 2u);
-  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x192SplitTail, 132), 132u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192SplitTail, 132), 132u);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x192TailSplit, 132), 2u);
+  EXPECT_EQ(unsplitTiles(a, TileConfig::T128x192TailSplit, 132), 132u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192TailSplit, 132), 132u);
   // llama-qkv M = 256: 32 tiles, no whole wave; every tile split, all parts in one wave.
-  const TileConfig few = chooseConfig(256, 3072, 8192, 132);
-  EXPECT_TRUE(isTailSplitConfig(few)) << toString(few);
+  const TileConfig few = stageChoice(256, 3072, 8192, 132);
+  EXPECT_TRUE(isTailSplit(few)) << toString(few);
   a.M = 256, a.N = 3072, a.K = 8192;
   const uint64_t tiles = stageGrid(a, few).count();
   EXPECT_GE(splitCount(a, few, 132), 2u);
   EXPECT_LE(tiles * splitCount(a, few, 132), 132u);
-  EXPECT_EQ(splitDataParallelTiles(a, few, 132), 0u);
+  EXPECT_EQ(unsplitTiles(a, few, 132), 0u);
   // More than half a wave left (128 tiles at M = 512): two parts each would
-  // need a second wave, which measured slower (NOTES.md v8).
+  // need a second wave, which measured slower.
   a.M = 512, a.N = 6144, a.K = 12288;
-  EXPECT_EQ(splitCount(a, TileConfig::T128x192SplitTail, 132), 1u);
-  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x192SplitTail, 132), 128u);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x192TailSplit, 132), 1u);
+  EXPECT_EQ(unsplitTiles(a, TileConfig::T128x192TailSplit, 132), 128u);
   // Short K: gpt3-wo M = 512 (24 k-blocks) and llama-wo M = 512: the fixup outweighs the gain.
-  EXPECT_FALSE(isTailSplitConfig(chooseConfig(512, 12288, 1536, 132)));
-  EXPECT_FALSE(isTailSplitConfig(chooseConfig(256, 8192, 1024, 132)));
+  EXPECT_FALSE(isTailSplit(stageChoice(512, 12288, 1536, 132)));
+  EXPECT_FALSE(isTailSplit(stageChoice(256, 8192, 1024, 132)));
   // Whole waves: nothing to split.
   a.M = 128 * 11, a.N = 256 * 12, a.K = 4096;  // 132 tiles
-  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 1u);
-  EXPECT_EQ(splitDataParallelTiles(a, TileConfig::T128x256SplitTail, 132), 132u);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256TailSplit, 132), 1u);
+  EXPECT_EQ(unsplitTiles(a, TileConfig::T128x256TailSplit, 132), 132u);
   // A forced count, clamped to the k-blocks.
   a.M = 5, a.N = 256, a.K = 512, a.splitK = 20;  // one tile of 8 k-blocks
-  EXPECT_EQ(splitCount(a, TileConfig::T128x256SplitTail, 132), 8u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256SplitTail, 132), 8u);
-  EXPECT_EQ(stageGrid(a, TileConfig::T128x256SplitTail), stageGrid(a, TileConfig::T128x256));
-  EXPECT_EQ(stageGrid(a, TileConfig::T128x192SplitTail), stageGrid(a, TileConfig::T128x192));
-  a.config = TileConfig::T128x256SplitTail;
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256TailSplit, 132), 8u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256TailSplit, 132), 8u);
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x256TailSplit), stageGrid(a, TileConfig::T128x256));
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x192TailSplit), stageGrid(a, TileConfig::T128x192));
+  a.config = TileConfig::T128x256TailSplit;
   EXPECT_NO_THROW(checkArgs(a));
 }
 
 TEST(GemmConfig, EveryConfigHasAShape) {
-  for (TileConfig c : kAllTileConfigs) {
+  for (const TileConfigRow& r : kTileConfigs) {
+    const TileConfig c = r.config;
     const TileShape t = tileShape(c);
-    EXPECT_TRUE(t.bm == 64 || t.bm == 128 || (t.bm == 256 && isPairConfig(c))) << toString(c);
+    EXPECT_TRUE(t.bm == 64 || t.bm == 128 || (t.bm == 256 && isPair(c))) << toString(c);
     EXPECT_EQ(t.bn % (supportsSwiGLU(c) ? 16u : 8u), 0u) << toString(c);  // whole SwiGLU gate/up pairs
     EXPECT_EQ(t.bk, 64u);
     GemmArgs a = good();
@@ -158,29 +171,27 @@ TEST(GemmConfig, PairLaunchGeometry) {
   GemmArgs a = good();
   a.M = 1000, a.N = 1000;  // 4 x 4 stage tiles of 256 x 256
   EXPECT_EQ(stageGrid(a, TileConfig::T128x256Pair), cusync::Dim3(4, 4, 1));
-  EXPECT_EQ(stageTile(TileConfig::T128x256Pair), cusync::Dim3(256, 256, 64));
+  EXPECT_EQ(stageTile(a, TileConfig::T128x256Pair), cusync::Dim3(256, 256, 64));
   EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Pair, 132), 32u);  // a cluster of two per tile
   EXPECT_EQ(ticketBlocks(a, TileConfig::T128x256Pair, 132), 16u);
-  a.M = 4096, a.N = 6144;  // 16 x 32 tiles of 256 x 192: 66 clusters on 132 SMs
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Pair, 132), 132u);
-  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192Pair, 132), 66u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Pair, 133) % 2, 0u);
+  a.M = 4096, a.N = 6144;  // 16 x 24 tiles of 256 x 256: 66 clusters on 132 SMs
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Pair, 132), 132u);
+  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x256Pair, 132), 66u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Pair, 133) % 2, 0u);
   EXPECT_EQ(ticketBlocks(a, TileConfig::T128x256, 132), persistentBlocks(a, TileConfig::T128x256, 132));
-  // The 128-row heuristic (for pipelines) never picks a pair; the full one
-  // does where K is long and the waves are as full (gpt3-mlp1 M = 4096:
-  // measured 1.5% faster than single blocks).
-  for (int64_t M : {256, 1024, 4096})
-    EXPECT_FALSE(isPairConfig(chooseConfig(M, 6144, 12288, 132))) << M;
-  EXPECT_EQ(chooseConfig(4096, 6144, 12288, 132, true), TileConfig::T128x256Pair);
-  EXPECT_FALSE(isPairConfig(chooseConfig(4096, 8192, 1024, 132, true)));  // short K: the hand-over costs more
+  // The heuristic picks pairs where K is long and the waves are as full
+  // (gpt3-mlp1 M = 4096: measured 1.5% faster than single blocks).
+  EXPECT_EQ(stageChoice(4096, 6144, 12288, 132), TileConfig::T128x256Pair);
+  EXPECT_FALSE(isPair(stageChoice(4096, 8192, 1024, 132)));  // short K: the hand-over costs more
 }
 
 TEST(GemmConfig, OverrideWins) {
   GemmArgs a = good();
   a.M = 4096, a.N = 6144, a.config = TileConfig::T128x128;
-  EXPECT_EQ(resolveConfig(a, 132), TileConfig::T128x128);
+  EXPECT_EQ(stageChoice(a, 132), TileConfig::T128x128);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x128);
   a.config = TileConfig::Auto;
-  EXPECT_EQ(resolveConfig(a, 132), chooseConfig(4096, 6144, 64, 132, true));
+  EXPECT_EQ(stageChoice(a, 132), stageChoice(4096, 6144, 64, 132));
 }
 
 TEST(GemmConfig, StageGeometry) {
@@ -189,10 +200,14 @@ TEST(GemmConfig, StageGeometry) {
   const cusync::Dim3 g = stageGrid(a, TileConfig::T128x256);
   EXPECT_EQ(g.x, 2u);
   EXPECT_EQ(g.y, 8u);
-  const cusync::Dim3 t = stageTile(TileConfig::T128x256);
+  const cusync::Dim3 t = stageTile(a, TileConfig::T128x256);
   EXPECT_EQ(t.x, 256u);
   EXPECT_EQ(t.y, 128u);
   EXPECT_EQ(t.z, 64u);
+  // A SwiGLU stage's tiles write half the columns they compute.
+  a.epilogue = Epilogue::SwiGLU;
+  EXPECT_EQ(stageTile(a, TileConfig::T128x256).x, 128u);
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x256), g);
 }
 
 TEST(GemmConfig, SplitKConfigIsImplemented) {
@@ -203,23 +218,22 @@ TEST(GemmConfig, SplitKConfigIsImplemented) {
   expectBad(a, "splitK = -1");
 }
 
-// DESIGN.md section 4 shapes (N, K) on a 132-SM H100.
+// The GPT-3 and LLaMA layer shapes (N, K) of docs/design.md on a 132-SM H100.
 const int64_t kShapesNK[][2] = {{6144, 12288}, {12288, 6144}, {5504, 8192}, {8192, 2752},
                                 {4608, 12288}, {12288, 1536}, {3072, 8192}, {8192, 1024}};
 
 TEST(GemmConfig, SmallMUsesSplitK) {
   for (const auto& s : kShapesNK) {
-    const bool longK = s[1] >= 1024;  // every DESIGN.md shape
+    const bool longK = s[1] >= 1024;  // every layer shape
     for (int64_t M : {1, 17, 64}) {
-      EXPECT_EQ(chooseConfig(M, s[0], s[1], 132, /*allowSplitK=*/true) == TileConfig::T64x128SplitK, longK)
+      EXPECT_EQ(stageChoice(M, s[0], s[1], 132) == TileConfig::T64x128SplitK, longK)
           << M << "x" << s[0] << "x" << s[1];
-      EXPECT_NE(chooseConfig(M, s[0], s[1], 132), TileConfig::T64x128SplitK);  // 128-row configurations only
     }
     for (int64_t M : {65, 256, 512, 4096})
-      EXPECT_NE(chooseConfig(M, s[0], s[1], 132, true), TileConfig::T64x128SplitK) << M;
+      EXPECT_NE(stageChoice(M, s[0], s[1], 132), TileConfig::T64x128SplitK) << M;
     GemmArgs a = good();
     a.M = 64, a.N = s[0], a.K = s[1];
-    EXPECT_EQ(resolveConfig(a, 132) == TileConfig::T64x128SplitK, longK);
+    EXPECT_EQ(standaloneChoice(a, 132) == TileConfig::T64x128SplitK, longK);
   }
 }
 
@@ -235,7 +249,7 @@ TEST(GemmConfig, SplitCount) {
   EXPECT_EQ(chooseSplits(64, 6144, 12288, 132), 1u);  // gpt3-mlp1: 48 tiles
   EXPECT_EQ(chooseSplits(256, 4608, 12288, 132), 1u);
   EXPECT_EQ(chooseSplits(1, 256, 64, 132), 1u);
-  EXPECT_THROW(chooseSplits(64, 256, 64, 132, 96), cusync::Error);
+  EXPECT_THROW(chooseSplits(0, 256, 64, 132), cusync::Error);
 }
 
 TEST(GemmConfig, SplitOverrideAndBlocks) {
@@ -243,40 +257,40 @@ TEST(GemmConfig, SplitOverrideAndBlocks) {
   a.M = 64, a.N = 1024, a.K = 640;  // 8 tiles of 64x128, 10 k-blocks
   a.config = TileConfig::T64x128SplitK;
   a.splitK = 4;
-  EXPECT_EQ(splitCount(a, 132), 4u);
+  EXPECT_EQ(splitCount(a, a.config, 132), 4u);
   EXPECT_EQ(persistentBlocks(a, TileConfig::T64x128SplitK, 132), 32u);
   EXPECT_EQ(persistentBlocks(a, TileConfig::T128x128, 132), 8u);
   a.splitK = 50;  // clamped to the k-blocks
-  EXPECT_EQ(splitCount(a, 132), 10u);
+  EXPECT_EQ(splitCount(a, a.config, 132), 10u);
   EXPECT_EQ(persistentBlocks(a, TileConfig::T64x128SplitK, 16), 16u);
   a.splitK = 0;
-  EXPECT_EQ(splitCount(a, 132), chooseSplits(64, 1024, 640, 132));
+  EXPECT_EQ(splitCount(a, a.config, 132), chooseSplits(64, 1024, 640, 132));
   EXPECT_EQ(splitCount(a, TileConfig::T128x256, 132), 1u);
   const cusync::Dim3 g = stageGrid(a, TileConfig::T64x128SplitK);
   EXPECT_EQ(g.x, 8u);
   EXPECT_EQ(g.y, 1u);
-  EXPECT_EQ(stageTile(TileConfig::T64x128SplitK).y, 64u);
+  EXPECT_EQ(stageTile(a, TileConfig::T64x128SplitK).y, 64u);
 }
 
-// Stream launches: the kernel's cut of the (column, k-block) sequence, played
+// KCut launches: the kernel's cut of the (column, k-block) sequence, played
 // on the host. Every k-block of every column is computed once; a part
 // without its tile's first k-block is the first unit of its group (so each
 // block writes at most one partial); the part with the first k-block is the
 // last unit of its group and finds the other parts in exactly the groups
-// after it up to streamGroupOf(the tile's last k-block).
-TEST(GemmStream, CutsCoverEveryKBlockOnce) {
-  using cusync_gemm::detail::streamBegin;
-  using cusync_gemm::detail::streamGroupOf;
+// after it up to kCutGroupOf(the tile's last k-block).
+TEST(GemmKCut, CutsCoverEveryKBlockOnce) {
+  using cusync_gemm::detail::kCutBegin;
+  using cusync_gemm::detail::kCutGroupOf;
   for (uint64_t cols : {1u, 3u, 16u, 29u, 64u})
     for (uint64_t kIters : {1u, 6u, 24u, 128u, 192u})
       for (uint64_t G : {1u, 2u, 5u, 16u, 33u, 66u, 132u}) {
         const uint64_t total = cols * kIters;
-        if (G > total) continue;  // streamGroups() never makes more groups than k-blocks
+        if (G > total) continue;  // kCutGroups() never makes more groups than k-blocks
         SCOPED_TRACE(std::to_string(cols) + " cols x " + std::to_string(kIters) + " k-blocks, G = " + std::to_string(G));
         std::vector<std::vector<uint32_t>> partsOf(cols);  // groups holding a part of column c
         std::vector<int> seen(total, 0);
         for (uint64_t g = 0; g < G; ++g) {
-          const uint32_t b = streamBegin(g, G, total), e = streamBegin(g + 1, G, total);
+          const uint32_t b = kCutBegin(g, G, total), e = kCutBegin(g + 1, G, total);
           ASSERT_LT(b, e);
           for (uint32_t x = b; x < e;) {
             const uint32_t c = static_cast<uint32_t>(x / kIters), kb0 = static_cast<uint32_t>(x - c * kIters);
@@ -284,15 +298,15 @@ TEST(GemmStream, CutsCoverEveryKBlockOnce) {
             for (uint32_t k = kb0; k < kb1; ++k) ++seen[c * kIters + k];
             if (kb0 > 0) EXPECT_EQ(x, b) << "a cut part is its group's first unit";
             if (kb0 == 0 && kb1 < kIters) EXPECT_EQ(x + (kb1 - kb0), e) << "the finisher is its group's last unit";
-            EXPECT_EQ(streamGroupOf(x, G, total), g);
+            EXPECT_EQ(kCutGroupOf(x, G, total), g);
             partsOf[c].push_back(static_cast<uint32_t>(g));
             x += kb1 - kb0;
           }
         }
         for (int v : seen) ASSERT_EQ(v, 1);
         for (uint64_t c = 0; c < cols; ++c) {
-          const uint32_t first = streamGroupOf(c * kIters, G, total);
-          const uint32_t last = streamGroupOf(c * kIters + kIters - 1, G, total);
+          const uint32_t first = kCutGroupOf(c * kIters, G, total);
+          const uint32_t last = kCutGroupOf(c * kIters + kIters - 1, G, total);
           std::vector<uint32_t> expect;
           for (uint32_t h = first; h <= last; ++h) expect.push_back(h);
           EXPECT_EQ(partsOf[c], expect) << "column " << c;
@@ -301,9 +315,8 @@ TEST(GemmStream, CutsCoverEveryKBlockOnce) {
 }
 
 // B's loads are marked evict-first only where the weights stream through L2
-// once per band: few bands and long K (NOTES.md v12b).
+// once per band: few bands and long K.
 TEST(GemmConfig, WeightsEvictFirst) {
-  using cusync_gemm::detail::weightsEvictFirst;
   EXPECT_TRUE(weightsEvictFirst(256, 12288));   // gpt3-qkv M = 256
   EXPECT_TRUE(weightsEvictFirst(512, 4096));
   EXPECT_FALSE(weightsEvictFirst(513, 8192));   // 5 bands
@@ -311,91 +324,90 @@ TEST(GemmConfig, WeightsEvictFirst) {
   EXPECT_FALSE(weightsEvictFirst(4096, 12288));
 }
 
-TEST(GemmStream, Geometry) {
+TEST(GemmKCut, Geometry) {
   GemmArgs a = good();
   a.M = 512, a.N = 5504, a.K = 8192;  // llama-mlp1: 4 bands, 29 columns of 192
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 33u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 132u);
-  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192Stream, 132), 132u);
-  EXPECT_EQ(stageGrid(a, TileConfig::T128x192Stream), stageGrid(a, TileConfig::T128x192));
-  EXPECT_EQ(stageTile(TileConfig::T128x256Stream), stageTile(TileConfig::T128x256));
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192, 132), 0u);
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 33u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192KCut, 132), 132u);
+  EXPECT_EQ(ticketBlocks(a, TileConfig::T128x192KCut, 132), 132u);
+  EXPECT_EQ(stageGrid(a, TileConfig::T128x192KCut), stageGrid(a, TileConfig::T128x192));
+  EXPECT_EQ(stageTile(a, TileConfig::T128x256KCut), stageTile(a, TileConfig::T128x256));
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192, 132), 0u);
   a.M = 512, a.N = 12288, a.K = 1536;  // gpt3-wo: 64 columns of 192; 32 groups walk whole columns (33 would cut)
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 32u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 128u);
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 32u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192KCut, 132), 128u);
   a.N = 5504, a.K = 8192;
   a.M = 1000;  // 8 bands: 16 groups
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Stream, 132), 128u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256KCut, 132), 128u);
   a.M = 100, a.N = 64, a.K = 128;  // 1 column of 2 k-blocks: no more groups than k-blocks
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 2u);
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 2u);
   a.M = 128 * 200, a.N = 4096, a.K = 4096;  // more bands than SMs: one group
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x256Stream, 132), 1u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256Stream, 132), 200u);
-  EXPECT_EQ(splitCount(a, TileConfig::T128x256Stream, 132), 1u);
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x256KCut, 132), 1u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x256KCut, 132), 200u);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x256KCut, 132), 1u);
 }
 
-// GemmArgs::splitK sets a stream launch's group count, clamped so that every
+// GemmArgs::kCutGroups sets a KCut launch's group count, clamped so that every
 // block stays resident (groups x bands <= SMs) and to the k-blocks of work.
-TEST(GemmStream, GroupOverride) {
+TEST(GemmKCut, GroupOverride) {
   GemmArgs a = good();
   a.M = 512, a.N = 3072, a.K = 8192;  // 4 bands, 16 columns of 192, 128 k-blocks each
-  a.splitK = 10;
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 10u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 40u);
-  a.splitK = 1000;  // at most 132 / 4
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 33u);
-  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192Stream, 132), 132u);
-  a.splitK = 1;
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x256Stream, 132), 1u);
-  a.M = 100, a.N = 64, a.K = 128, a.splitK = 5;  // 2 k-blocks of work: 2 groups
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 2u);
-  a.splitK = 0;  // the heuristic's count, as without an override
+  a.kCutGroups = 10;
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 10u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192KCut, 132), 40u);
+  a.kCutGroups = 1000;  // at most 132 / 4
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 33u);
+  EXPECT_EQ(persistentBlocks(a, TileConfig::T128x192KCut, 132), 132u);
+  a.kCutGroups = 1;
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x256KCut, 132), 1u);
+  a.M = 100, a.N = 64, a.K = 128, a.kCutGroups = 5;  // 2 k-blocks of work: 2 groups
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 2u);
+  a.kCutGroups = 0;  // the heuristic's count, as without an override
   a.M = 512, a.N = 5504, a.K = 8192;
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 33u);
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 33u);
 }
 
-TEST(GemmStream, OnlyTheNoSyncHeuristicPicksIt) {
+TEST(GemmKCut, OnlyTheNoSyncHeuristicPicksIt) {
   for (const auto& s : kShapesNK)
     for (int64_t M : {1, 64, 256, 512, 1024, 2048, 4096}) {
       GemmArgs a = good();
       a.M = M, a.N = s[0], a.K = s[1];
-      EXPECT_FALSE(isStreamConfig(resolveConfig(a, 132))) << M << "x" << s[0] << "x" << s[1];
-      EXPECT_FALSE(isStreamConfig(chooseConfig(M, s[0], s[1], 132, true)));
-      const TileConfig c = resolveNoSyncConfig(a, 132);
+      EXPECT_FALSE(isKCut(stageChoice(a, 132))) << M << "x" << s[0] << "x" << s[1];
+      const TileConfig c = standaloneChoice(a, 132);
       if (M <= 64) EXPECT_EQ(c, TileConfig::T64x128SplitK);
       // Under 4 bands the groups' spread over k costs more than the cut saves
-      // (NOTES.md v12a): only streams of whole columns (v12j).
-      if (M <= 384 && isStreamConfig(c)) {
+      //: only KCut launches of whole columns.
+      if (M <= 384 && isKCut(c)) {
         const uint32_t cols = stageGrid(a, c).x;
-        EXPECT_EQ(cols % streamGroups(a, c, 132), 0u) << M << "x" << s[0] << "x" << s[1];
+        EXPECT_EQ(cols % kCutGroups(a, c, 132), 0u) << M << "x" << s[0] << "x" << s[1];
       }
-      // A stream pick is cheaper in the model than the stage heuristic's.
-      if (isStreamConfig(c)) EXPECT_LT(estimatedCost(M, s[0], s[1], 132, c), estimatedCost(M, s[0], s[1], 132, resolveConfig(a, 132)));
+      // A KCut pick is cheaper in the model than the stage heuristic's.
+      if (isKCut(c)) EXPECT_LT(estimatedCost(M, s[0], s[1], 132, c), estimatedCost(M, s[0], s[1], 132, stageChoice(a, 132)));
       a.config = TileConfig::T128x128;
-      EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
+      EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x128);
     }
-  // Measured gains on the H100 (NOTES.md v12a): gpt3-qkv M = 512 (96 tiles of
+  // Measured gains on the H100: gpt3-qkv M = 512 (96 tiles of
   // 128x192 on 132 SMs) 1.20x -> 1.15x cuBLAS, since then 128 tiles of
-  // 128x144 (v14c: 1.04x); gpt3-wo M = 4096 1.043 -> 1.015.
+  // 128x144 (1.04x); gpt3-wo M = 4096 1.043 -> 1.015.
   GemmArgs a = good();
   a.M = 512, a.N = 4608, a.K = 12288;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x144);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x144);
   a.M = 4096, a.N = 12288, a.K = 1536;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
-  a.M = 512;  // whole columns per group (v12h): 1.079 -> 1.051
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x192Stream);
-  a.M = 256;  // 2 bands, 64 groups of one column each (v12j): 23.6 -> 22.9 us
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x192Stream);
-  EXPECT_EQ(streamGroups(a, TileConfig::T128x192Stream, 132), 64u);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x256KCut);
+  a.M = 512;  // whole columns per group: 1.079 -> 1.051
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x192KCut);
+  a.M = 256;  // 2 bands, 64 groups of one column each: 23.6 -> 22.9 us
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x192KCut);
+  EXPECT_EQ(kCutGroups(a, TileConfig::T128x192KCut, 132), 64u);
   a.M = 1024, a.N = 3072, a.K = 8192;  // llama-qkv: whole waves of 128x192 already
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), resolveConfig(a, 132));
+  EXPECT_EQ(standaloneChoice(a, 132), stageChoice(a, 132));
 }
 
-// Narrow widths (176, 144, 96; NOTES.md v14c): picked by the full heuristic
-// only, where every tile or split part runs in one wave and K has at least
-// 64 k-blocks; never by the pipelines' chooseConfig(M, N, K, SMs).
+// Narrow widths (176, 168, 144, 96): picked where every tile or split part
+// runs in one wave (or the few whole waves measured) and K has at least 64
+// k-blocks.
 bool isNarrowConfig(TileConfig c) {
-  const uint32_t bn = isStreamConfig(c) || c == TileConfig::Auto ? 0 : tileShape(c).bn;
+  const uint32_t bn = isKCut(c) || c == TileConfig::Auto ? 0 : tileShape(c).bn;
   return bn == 176 || bn == 168 || bn == 144 || bn == 96;
 }
 
@@ -403,15 +415,14 @@ TEST(GemmNarrow, OneWaveLongKOnly) {
   for (const auto& s : kShapesNK)
     for (int64_t M : {1, 64, 100, 256, 300, 512, 640, 1024, 2048, 4096}) {
       SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(s[0]) + "x" + std::to_string(s[1]));
-      EXPECT_FALSE(isNarrowConfig(chooseConfig(M, s[0], s[1], 132)));
       GemmArgs a = good();
       a.M = M, a.N = s[0], a.K = s[1];
-      const TileConfig c = resolveNoSyncConfig(a, 132);
+      const TileConfig c = standaloneChoice(a, 132);
       if (!isNarrowConfig(c)) continue;
       EXPECT_GE((s[1] + 63) / 64, 64);
       const uint32_t tiles = stageGrid(a, c).count();
-      if (isTailSplitConfig(c)) {
-        EXPECT_EQ(splitDataParallelTiles(a, c, 132), 0u);  // no whole wave before the parts
+      if (isTailSplit(c)) {
+        EXPECT_EQ(unsplitTiles(a, c, 132), 0u);  // no whole wave before the parts
         EXPECT_LE(tiles * splitCount(a, c, 132), 132u);    // the parts in one wave
       } else {
         EXPECT_TRUE(tiles <= 132 ||
@@ -428,8 +439,8 @@ TEST(GemmNarrow, SwiGLUNeedsWholeGateUpPairs) {
   a.epilogue = Epilogue::SwiGLU;
   a.config = TileConfig::T128x168;
   expectBad(a, "gate/up");
-  for (TileConfig c : kAllTileConfigs)
-    if (c != TileConfig::T128x168) {
+  for (const TileConfigRow& r : kTileConfigs)
+    if (const TileConfig c = r.config; c != TileConfig::T128x168) {
       a.config = c;
       EXPECT_TRUE(supportsSwiGLU(c)) << toString(c);
       EXPECT_NO_THROW(checkArgs(a)) << toString(c);
@@ -439,68 +450,69 @@ TEST(GemmNarrow, SwiGLUNeedsWholeGateUpPairs) {
   for (int64_t M : {256, 512, 1024, 2048, 4096}) {
     GemmArgs s = good();
     s.M = M, s.N = 5504, s.K = 8192;
-    if (M == 512) EXPECT_EQ(resolveNoSyncConfig(s, 132), TileConfig::T128x168) << M;
+    if (M == 512) EXPECT_EQ(standaloneChoice(s, 132), TileConfig::T128x168) << M;
     s.epilogue = Epilogue::SwiGLU;
-    EXPECT_TRUE(supportsSwiGLU(resolveNoSyncConfig(s, 132))) << M;
+    EXPECT_TRUE(supportsSwiGLU(standaloneChoice(s, 132))) << M;
     EXPECT_NO_THROW(checkArgs(s));
   }
 }
 
 TEST(GemmNarrow, OrderGroupByConfig) {
   // gemm() walks 128x168 tiles in bands of 6 rows, everything else in bands of 8.
-  for (TileConfig c : kAllTileConfigs) EXPECT_EQ(orderGroup(c), c == TileConfig::T128x168 ? 6u : 8u) << toString(c);
+  for (const TileConfigRow& r : kTileConfigs)
+    EXPECT_EQ(orderGroup(r.config), r.config == TileConfig::T128x168 ? 6u : 8u) << r.name;
 }
 
 TEST(GemmNarrow, MeasuredPicks) {
-  // H100, cusync-bench gemm (NOTES.md v14c, v17b): ours / cuBLAS before -> after.
+  // H100, cusync-bench gemm: ours / cuBLAS before -> after.
   GemmArgs a = good();
   a.N = 5504, a.K = 8192;  // llama-mlp1
-  a.M = 256;               // 128x192/t2 1.128 -> 128x176/t2 1.065 (v14c) -> 128x96 1.028 (176/t2 1.091-1.098, v17b)
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x96);
+  a.M = 256;               // 128x192/t2 1.128 -> 128x176/t2 1.065 -> 128x96 1.028 (176/t2 1.091-1.098)
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x96);
   a.M = 512;  // 128x192 1.093 -> 128x176 1.036 (128 tiles against 116), 128x168 132 tiles
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
-  // Two and four whole waves of 128x168 walked in bands of 6 (NOTES.md v15c):
-  // M = 1024 128x176 1.05 -> 1.047, M = 2048 the stream 1.10 -> 1.049 (in
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x168);
+  // Two and four whole waves of 128x168 walked in bands of 6:
+  // M = 1024 128x176 1.05 -> 1.047, M = 2048 KCut 1.10 -> 1.049 (in
   // bands of 8, 128x168 ran 1.10 and 1.18).
   a.M = 1024;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x168);
   a.M = 2048;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x168);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x168);
   a.M = 4096;  // 128x256/t3 (1.005) stays
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256SplitTail);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x256TailSplit);
   a.N = 4608, a.K = 12288;  // gpt3-qkv
   a.M = 256;                // 128x256/t3 1.176 -> 128x144/t2 1.072
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x144SplitTail);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x144TailSplit);
   a.N = 3072, a.K = 8192;  // llama-qkv
   a.M = 256;               // 128x192/t4 1.121 -> 128x96/t2 1.027
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x96SplitTail);
-  EXPECT_EQ(splitCount(a, TileConfig::T128x96SplitTail, 132), 2u);
-  // 128x96 (128 tiles) 1.225 lost to 128x192/t2 1.156 (v14c); with the k
-  // loop in uniform registers 1.029-1.030 against 1.153-1.167 (v17b).
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x96TailSplit);
+  EXPECT_EQ(splitCount(a, TileConfig::T128x96TailSplit, 132), 2u);
+  // 128x96 (128 tiles) 1.225 lost to 128x192/t2 1.156; with the k
+  // loop in uniform registers 1.029-1.030 against 1.153-1.167.
   a.M = 512;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x96);
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x96);
   a.N = 6144, a.K = 12288;  // gpt3-mlp1
-  a.M = 256;                // 128x192/t2 1.068-1.083 -> 128x96 1.014 (v17b)
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x96);
+  a.M = 256;                // 128x192/t2 1.068-1.083 -> 128x96 1.014
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x96);
 }
 
-TEST(GemmNarrow, ShortKWholeTilesOverStreams) {
-  // H100 (NOTES.md v17d): at 16 k-blocks whole 128x128 tiles in two to four
-  // nearly full waves beat the streams; at 24 k-blocks and in 8 waves not.
+TEST(GemmNarrow, ShortKWholeTilesOverKCut) {
+  // H100: at 16 k-blocks whole 128x128 tiles in two to four
+  // nearly full waves beat the KCut launches; at 24 k-blocks and in 8 waves not.
   GemmArgs a = good();
   a.N = 8192, a.K = 1024;  // llama-wo
-  a.M = 512;               // 256 tiles: stream g32 1.064-1.066 -> 128x128 1.022-1.023
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
-  a.M = 1024;  // 512 tiles (last wave 116 of 132): stream g16 1.038-1.043 -> 1.010-1.018
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x128);
-  a.M = 2048;  // 8 waves: the stream (1.007-1.013) stays against 128x128's 1.028-1.030
-  EXPECT_TRUE(isStreamConfig(resolveNoSyncConfig(a, 132)));
+  a.M = 512;               // 256 tiles: KCut g32 1.064-1.066 -> 128x128 1.022-1.023
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x128);
+  a.M = 1024;  // 512 tiles (last wave 116 of 132): KCut g16 1.038-1.043 -> 1.010-1.018
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x128);
+  a.M = 2048;  // 8 waves: KCut (1.007-1.013) stays against 128x128's 1.028-1.030
+  EXPECT_TRUE(isKCut(standaloneChoice(a, 132)));
   a.N = 12288, a.K = 1536;  // gpt3-wo, 24 k-blocks
-  a.M = 512;                // stream g32 1.005-1.011 stays against 128x128's 1.013-1.017
-  EXPECT_TRUE(isStreamConfig(resolveNoSyncConfig(a, 132)));
+  a.M = 512;                // KCut g32 1.005-1.011 stays against 128x128's 1.013-1.017
+  EXPECT_TRUE(isKCut(standaloneChoice(a, 132)));
   // An explicit configuration is never replaced.
-  a.N = 8192, a.K = 1024, a.M = 512, a.config = TileConfig::T128x256Stream;
-  EXPECT_EQ(resolveNoSyncConfig(a, 132), TileConfig::T128x256Stream);
+  a.N = 8192, a.K = 1024, a.M = 512, a.config = TileConfig::T128x256KCut;
+  EXPECT_EQ(standaloneChoice(a, 132), TileConfig::T128x256KCut);
 }
 
 }  // namespace
@@ -510,10 +522,10 @@ TEST(GemmConfig, GroupedOrderIsABijection) {
   for (uint32_t gx : {1u, 5u, 48u})
     for (uint32_t gy : {1u, 7u, 8u, 9u, 33u}) {
       const cusync::Dim3 g(gx, gy, 1);
-      EXPECT_NO_THROW(cusync::buildOrderTable(GroupedOrder{8}, g)) << gx << "x" << gy;
+      EXPECT_NO_THROW(cusync::buildOrderTable(cusync::GroupedOrder{8}, g)) << gx << "x" << gy;
     }
   // Band of 8 rows walked column by column.
-  EXPECT_EQ(GroupedOrder{8}.linearIndex(cusync::Dim3(0, 1, 0), cusync::Dim3(4, 16, 1)), 1u);
-  EXPECT_EQ(GroupedOrder{8}.linearIndex(cusync::Dim3(1, 0, 0), cusync::Dim3(4, 16, 1)), 8u);
+  EXPECT_EQ(cusync::GroupedOrder{8}.linearIndex(cusync::Dim3(0, 1, 0), cusync::Dim3(4, 16, 1)), 1u);
+  EXPECT_EQ(cusync::GroupedOrder{8}.linearIndex(cusync::Dim3(1, 0, 0), cusync::Dim3(4, 16, 1)), 8u);
 }
 }  // namespace

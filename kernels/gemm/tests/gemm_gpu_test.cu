@@ -30,9 +30,10 @@ std::vector<Case> allCases() {
   std::vector<Case> v;
   for (DType dt : {DType::BF16, DType::FP16})
     for (BLayout bl : {BLayout::NK, BLayout::KN})
-      for (TileConfig cfg : kAllTileConfigs)
+      for (const TileConfigRow& r : kTileConfigs)
         for (Epilogue e : {Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual})
-          if (e != Epilogue::SwiGLU || supportsSwiGLU(cfg)) v.push_back({dt, bl, cfg, e, isTailSplitConfig(cfg) ? 3 : 0});
+          if (e != Epilogue::SwiGLU || supportsSwiGLU(r.config))
+            v.push_back({dt, bl, r.config, e, r.schedule == Schedule::TailSplit ? 3 : 0});
   return v;
 }
 
@@ -57,8 +58,8 @@ TEST(GemmGpuSplitK, SplitOverrides) {
       SCOPED_TRACE("splitK=" + std::to_string(s) + " M=" + std::to_string(M));
       runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::Gelu, s}, M, 400, 328, true);
       runCase({DType::FP16, BLayout::KN, TileConfig::T64x128SplitK, Epilogue::Residual, s}, M, 400, 328, true);
-      runCase({DType::BF16, BLayout::KN, TileConfig::T64x256SplitK, Epilogue::SwiGLU, s}, M, 400, 328, true);
-      runCase({DType::FP16, BLayout::NK, TileConfig::T64x256SplitK, Epilogue::Bias, s}, M, 400, 328, true);
+      runCase({DType::BF16, BLayout::KN, TileConfig::T64x128SplitK, Epilogue::SwiGLU, s}, M, 400, 328, true);
+      runCase({DType::FP16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::Bias, s}, M, 400, 328, true);
       if (HasFatalFailure() || HasFailure()) return;
     }
 }
@@ -71,14 +72,14 @@ TEST(GemmGpuSplitK, LargeKAuto) {
 
 // Tail split: uneven cuts of the k-blocks, one k-block per part, and (on a
 // 132-SM GPU) a whole wave of unsplit tiles before the split ones.
-TEST(GemmGpuSplitTail, Cuts) {
+TEST(GemmGpuTailSplit, Cuts) {
   REQUIRE_HOPPER();
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Gelu, 7}, 300, 1024, 4096, true);
-  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256SplitTail, Epilogue::SwiGLU, 5}, 1000, 1280, 1600, true);
-  runCase({DType::FP16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Residual, 8}, 5, 256, 512, true);
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256SplitTail, Epilogue::Bias, 3}, 1100, 4096, 256, true);
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x192SplitTail, Epilogue::Gelu, 6}, 300, 1000, 4096, true);
-  runCase({DType::FP16, BLayout::KN, TileConfig::T128x192SplitTail, Epilogue::SwiGLU, 4}, 700, 1536, 1024, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256TailSplit, Epilogue::Gelu, 7}, 300, 1024, 4096, true);
+  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256TailSplit, Epilogue::SwiGLU, 5}, 1000, 1280, 1600, true);
+  runCase({DType::FP16, BLayout::NK, TileConfig::T128x256TailSplit, Epilogue::Residual, 8}, 5, 256, 512, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256TailSplit, Epilogue::Bias, 3}, 1100, 4096, 256, true);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x192TailSplit, Epilogue::Gelu, 6}, 300, 1000, 4096, true);
+  runCase({DType::FP16, BLayout::KN, TileConfig::T128x192TailSplit, Epilogue::SwiGLU, 4}, 700, 1536, 1024, true);
 }
 
 // Wide tiles at ragged N and M with long K: every column of the last,
@@ -86,7 +87,7 @@ TEST(GemmGpuSplitTail, Cuts) {
 TEST(GemmGpuMisc, RaggedWideTiles) {
   REQUIRE_HOPPER();
   for (TileConfig c : {TileConfig::T128x192, TileConfig::T128x256, TileConfig::T128x128, TileConfig::T128x256Pair,
-                       TileConfig::T128x192Pair, TileConfig::T128x192Stream, TileConfig::T128x256Stream})
+                       TileConfig::T128x192KCut, TileConfig::T128x256KCut})
     for (Epilogue e : {Epilogue::Identity, Epilogue::SwiGLU, Epilogue::Residual}) {
       SCOPED_TRACE(std::string(toString(c)) + " " + toString(e));
       runCase({DType::BF16, BLayout::NK, c, e}, 777, 1200, 2048, true);
@@ -95,7 +96,7 @@ TEST(GemmGpuMisc, RaggedWideTiles) {
 }
 
 // Several waves of whole tiles (gemm() gives block b tiles b, b + blocks,
-// ...: EpiParams::staticAll), the narrow widths' last columns ragged.
+// ...: KernelFlags::staticAll), the narrow widths' last columns ragged.
 TEST(GemmGpuMisc, SeveralWavesOfTiles) {
   REQUIRE_HOPPER();
   for (TileConfig c : {TileConfig::T128x168, TileConfig::T128x176, TileConfig::T128x144, TileConfig::T128x96,
@@ -109,35 +110,35 @@ TEST(GemmGpuMisc, SeveralWavesOfTiles) {
 }
 
 // gemm() starts each block on the tile at its own index and counts later
-// tickets from there (EpiParams::staticFirst). Tile and split schedules count
+// tickets from there (KernelFlags::staticFirst). Tile and split schedules count
 // tickets differently, so alternating configurations of one shape (same
 // grid, same block count) must not share a ticket counter: every run right,
 // several rounds in a row.
 TEST(GemmGpuMisc, AlternatingConfigsOfOneShape) {
   REQUIRE_HOPPER();
   for (int round = 0; round < 3; ++round)
-    for (TileConfig c : {TileConfig::T128x256, TileConfig::T128x256SplitTail, TileConfig::T128x192,
-                         TileConfig::T128x192SplitTail, TileConfig::T64x128SplitK, TileConfig::T128x256Pair,
-                         TileConfig::T128x192Stream}) {
+    for (TileConfig c : {TileConfig::T128x256, TileConfig::T128x256TailSplit, TileConfig::T128x192,
+                         TileConfig::T128x192TailSplit, TileConfig::T64x128SplitK, TileConfig::T128x256Pair,
+                         TileConfig::T128x192KCut}) {
       SCOPED_TRACE("round " + std::to_string(round) + " " + toString(c));
-      runCase({DType::BF16, BLayout::NK, c, Epilogue::Bias, isSplitConfig(c) ? 2 : 0}, 1000, 1280, 1024, true);
+      runCase({DType::BF16, BLayout::NK, c, Epilogue::Bias, splitsK(c) ? 2 : 0}, 1000, 1280, 1024, true);
       if (HasFailure()) return;
     }
 }
 
-// Stream launches at the sizes they are picked for (few tiles, long K): the
+// KCut launches at the sizes they are picked for (few tiles, long K): the
 // cuts fall inside tiles, a tile can span three groups (k-blocks per group
 // under a column's), and several bands share each group.
-TEST(GemmGpuStream, FewTilesLongK) {
+TEST(GemmGpuKCut, FewTilesLongK) {
   REQUIRE_HOPPER();
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x192Stream, Epilogue::Identity}, 256, 3072, 8192, false);
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256Stream, Epilogue::SwiGLU}, 512, 1536, 4096, true);
-  runCase({DType::FP16, BLayout::KN, TileConfig::T128x192Stream, Epilogue::Residual}, 300, 1000, 3000, true);
-  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256Stream, Epilogue::Gelu}, 1100, 512, 1024, true);
-  // Group counts set by GemmArgs::splitK: 7 groups of 3 bands (cuts inside
-  // tiles), and more than fit (clamped to 132 / 3 on an H100).
-  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256Stream, Epilogue::Bias, 7}, 300, 1000, 3000, true);
-  runCase({DType::FP16, BLayout::NK, TileConfig::T128x192Stream, Epilogue::Identity, 500}, 300, 1000, 3000, false);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x192KCut, Epilogue::Identity}, 256, 3072, 8192, false);
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256KCut, Epilogue::SwiGLU}, 512, 1536, 4096, true);
+  runCase({DType::FP16, BLayout::KN, TileConfig::T128x192KCut, Epilogue::Residual}, 300, 1000, 3000, true);
+  runCase({DType::BF16, BLayout::KN, TileConfig::T128x256KCut, Epilogue::Gelu}, 1100, 512, 1024, true);
+  // Group counts set by GemmArgs::kCutGroups: 7 groups of 3 bands (cuts
+  // inside tiles), and more than fit (clamped to 132 / 3 on an H100).
+  runCase({DType::BF16, BLayout::NK, TileConfig::T128x256KCut, Epilogue::Bias, 0, 7}, 300, 1000, 3000, true);
+  runCase({DType::FP16, BLayout::NK, TileConfig::T128x192KCut, Epilogue::Identity, 0, 500}, 300, 1000, 3000, false);
 }
 
 // The reductions add partials in a fixed order: repeated runs are bit-identical.
@@ -151,11 +152,12 @@ TEST(GemmGpuSplitK, Deterministic) {
   Dev dA(hA.size() * 2), dB(hB.size() * 2), dC((size_t)M * N * 2);
   CK(cudaMemcpy(dA.p, hA.data(), hA.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dB.p, hB.data(), hB.size() * 2, cudaMemcpyHostToDevice));
-  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256SplitTail, TileConfig::T128x192Stream}) {
+  for (TileConfig cfg : {TileConfig::T64x128SplitK, TileConfig::T128x256TailSplit, TileConfig::T128x192KCut}) {
     SCOPED_TRACE(toString(cfg));
     GemmArgs a;
     a.M = M, a.N = N, a.K = K, a.A = dA.p, a.B = dB.p, a.C = dC.p, a.config = cfg;
     a.splitK = cfg == TileConfig::T64x128SplitK ? 8 : 4;
+    a.kCutGroups = 4;
     std::vector<uint16_t> first((size_t)M * N), again((size_t)M * N);
     for (int r = 0; r < 5; ++r) {
       CK(cudaMemset(dC.p, 0xFF, (size_t)M * N * 2));

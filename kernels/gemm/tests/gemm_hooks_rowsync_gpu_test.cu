@@ -19,50 +19,46 @@ TEST(GemmGpuHooks, RowSyncPairSplitK) {
                                          rowSyncPostsPerTile(TileConfig::T64x128SplitK));
 }
 
-TEST(GemmGpuHooks, RowSyncPairSplitK256) {
+TEST(GemmGpuHooks, RowSyncPairTailSplit) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x256SplitK, TileConfig::T64x256SplitK, 4, 3,
-                                         rowSyncPostsPerTile(TileConfig::T64x256SplitK));
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256TailSplit, TileConfig::T128x256TailSplit, 3, 2,
+                                         rowSyncPostsPerTile(TileConfig::T128x256TailSplit));
 }
 
-TEST(GemmGpuHooks, RowSyncPairSplitTail) {
+TEST(GemmGpuHooks, RowSyncPairTailSplit192) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256SplitTail, 3, 2,
-                                         rowSyncPostsPerTile(TileConfig::T128x256SplitTail));
-}
-
-TEST(GemmGpuHooks, RowSyncPairSplitTail192) {
-  REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192SplitTail, TileConfig::T128x192, 2, 0,
-                                         rowSyncPostsPerTile(TileConfig::T128x192SplitTail));
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192TailSplit, TileConfig::T128x192, 2, 0,
+                                         rowSyncPostsPerTile(TileConfig::T128x192TailSplit));
 }
 
 TEST(GemmGpuHooks, RowSyncPairNarrow) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x144SplitTail, TileConfig::T128x176, 3, 0,
-                                         rowSyncPostsPerTile(TileConfig::T128x144SplitTail));
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x144TailSplit, TileConfig::T128x176, 3, 0,
+                                         rowSyncPostsPerTile(TileConfig::T128x144TailSplit));
   pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x96, TileConfig::T128x168, 0, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x96));
 }
 
 TEST(GemmGpuHooks, RowSyncPairClusters) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x192Pair, 0, 0,
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x256Pair, 0, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x256Pair));
+  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T128x256Pair, 2, 0,
+                                         rowSyncPostsPerTile(TileConfig::T64x128SplitK));
 }
 
-// Stream configurations take no tickets, so a stage with a policy cannot run
+// KCut configurations take no tickets, so a stage with a policy cannot run
 // them: a clear error before any launch.
-TEST(GemmGpuHooks, StreamConfigNeedsNoStage) {
+TEST(GemmGpuHooks, KCutConfigNeedsNoStage) {
   REQUIRE_HOPPER();
   GemmArgs g;
   Dev d(1 << 20);
-  g.M = 256, g.N = 256, g.K = 256, g.A = d.p, g.B = d.p, g.C = d.p, g.config = TileConfig::T128x192Stream;
+  g.M = 256, g.N = 256, g.K = 256, g.A = d.p, g.B = d.p, g.C = d.p, g.config = TileConfig::T128x192KCut;
   cusync::Stage<cusync::policy::NoSync, cusync::policy::RowSync> st("gemm", stageGrid(g, g.config),
-                                                                    stageTile(g.config));
+                                                                    stageTile(g, g.config));
   try {
     gemm(g, st, nullptr);
-    ADD_FAILURE() << "a stream configuration ran through a stage";
+    ADD_FAILURE() << "a KCut configuration ran through a stage";
   } catch (const cusync::Error& e) {
     EXPECT_EQ(e.code(), cusync::ErrorCode::InvalidArgument);
     EXPECT_NE(std::string(e.what()).find("without a stage"), std::string::npos) << e.what();

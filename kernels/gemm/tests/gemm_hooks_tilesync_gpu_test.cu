@@ -26,7 +26,7 @@ TEST(GemmGpuHooks, TileSyncPair192Straddles) {
 // straddle two of them; narrow consumers, whole and split.
 TEST(GemmGpuHooks, TileSyncPairNarrowStraddles) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x176, TileConfig::T128x96SplitTail, 0, 2, 1);
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x176, TileConfig::T128x96TailSplit, 0, 2, 1);
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x168, TileConfig::T128x144, 0, 0, 1, cusync::ReorderTileLoads);
 }
 
@@ -35,9 +35,9 @@ TEST(GemmGpuHooks, TileSyncPairClusterConsumer) {
   pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x192, TileConfig::T128x256Pair, 0, 0, 1, cusync::ReorderTileLoads);
 }
 
-TEST(GemmGpuHooks, TileSyncPairSplitTailProducerOnly) {
+TEST(GemmGpuHooks, TileSyncPairTailSplitProducerOnly) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256SplitTail, TileConfig::T128x256, 4, 0, 1);
+  pairThreeRuns<cusync::policy::TileSync>(TileConfig::T128x256TailSplit, TileConfig::T128x256, 4, 0, 1);
 }
 
 TEST(GemmGpuHooks, TileSyncPairSplitKConsumerOnly) {

@@ -78,6 +78,7 @@ struct Case {
   TileConfig cfg;
   Epilogue epi;
   int splitK = 0;
+  int kCutGroups = 0;
 };
 
 inline std::mt19937& rng() {
@@ -116,6 +117,7 @@ inline void runCase(const Case& c, int M, int N, int K, bool withBias) {
   a.residual = c.epi == Epilogue::Residual ? dRes.p : nullptr;
   a.config = c.cfg;
   a.splitK = c.splitK;
+  a.kCutGroups = c.kCutGroups;
   ASSERT_NO_THROW(gemm(a, nullptr));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 

@@ -11,10 +11,16 @@
 
 // The staged kernels of the four policy pairs below are compiled in units of
 // their own (staged_instance.cu.in, one per family and pair), in parallel.
-CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::NoSync, cusync::policy::RowSync)
-CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::RowSync, cusync::policy::NoSync)
-CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::NoSync, cusync::policy::TileSync)
-CUSYNC_GEMM_EXTERN_STAGED(cusync::policy::TileSync, cusync::policy::NoSync)
+#define GEMM_TEST_EXTERN_PAIR(In, Out)                                     \
+  CUSYNC_GEMM_EXTERN_FAMILY(Bf16NK, cusync::policy::In, cusync::policy::Out) \
+  CUSYNC_GEMM_EXTERN_FAMILY(Bf16KN, cusync::policy::In, cusync::policy::Out) \
+  CUSYNC_GEMM_EXTERN_FAMILY(F16NK, cusync::policy::In, cusync::policy::Out)  \
+  CUSYNC_GEMM_EXTERN_FAMILY(F16KN, cusync::policy::In, cusync::policy::Out)
+GEMM_TEST_EXTERN_PAIR(NoSync, RowSync)
+GEMM_TEST_EXTERN_PAIR(RowSync, NoSync)
+GEMM_TEST_EXTERN_PAIR(NoSync, TileSync)
+GEMM_TEST_EXTERN_PAIR(TileSync, NoSync)
+#undef GEMM_TEST_EXTERN_PAIR
 
 namespace gemm_test {
 
@@ -48,10 +54,11 @@ void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_
   g1.M = M, g1.N = N1, g1.K = K1, g1.A = dA.p, g1.B = dW1.p, g1.C = dX.p, g1.config = c1, g1.splitK = split1;
   GemmArgs g2;
   g2.M = M, g2.N = N2, g2.K = N1, g2.A = dX.p, g2.B = dW2.p, g2.C = dY.p, g2.config = c2, g2.splitK = split2;
-  cusync::Stage<NoSync, Pol> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1.config));
-  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2.config), Pol{}, NoSync{}, consumerOpts);
+  cusync::Stage<NoSync, Pol> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1, g1.config));
+  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2, g2.config), Pol{}, NoSync{},
+                                consumerOpts);
   cusync::pair(s1, s2);
-  s1.setOrder(GroupedOrder{8});
+  s1.setOrder(cusync::GroupedOrder{8});
   for (int run = 0; run < 3; ++run) {
     CK(cudaMemset(dY.p, 0xFF, (size_t)M * N2 * 2));
     ASSERT_NO_THROW(gemm(g1, s1, nullptr));

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/bench_util.cuh"  // CUDA_OK, commaList
-#include "kernels/gemm/detail/sm90.cuh"
+#include "kernels/gemm/kernel/sm90.cuh"
 
 namespace {
 

@@ -1,7 +1,8 @@
 // CPU emulator runs of the MLP's synced stage configurations, exactly as
 // mlp.cu builds them (planPair: real grids, tiles, policies, orders, flags,
-// persistent block counts min(132, tiles)) on 132 SM slots of one block each
-// (the GEMM takes a whole SM). Tile programs only dispense, wait (at every
+// the blocks that take tickets) on 132 SM slots of one block each (the GEMM
+// takes a whole SM; a cluster pair's second block takes no tickets and waits
+// for nothing its first does not). Tile programs only dispense, wait (at every
 // k-block of GEMM2, as the GEMM's producer warp does) and post, so this shows
 // the pipelines deadlock-free and every wait satisfied, fast.
 #include <gtest/gtest.h>
@@ -34,7 +35,9 @@ void runPair(Model model, int64_t M, Variant v, Order o, LaunchMode mode, uint32
   StagePair<P, HostMemory> st(plan);
   // GEMM2 reads all of H: the producer's output columns must cover its K.
   ASSERT_GE(int64_t(plan.g1.grid.x) * plan.g1.tile.x, plan.g2.args.K);
-  ASSERT_EQ(int64_t(plan.g1.grid.y), int64_t(plan.g2.grid.y));
+  // Both cover every row; their row tiles may differ (a cluster pair's are 256 rows).
+  ASSERT_GE(int64_t(plan.g1.grid.y) * plan.g1.tile.y, M);
+  ASSERT_GE(int64_t(plan.g2.grid.y) * plan.g2.tile.y, M);
   emu::Emulator emu({kSms, 1});
   emu::Pipeline pipe(emu, mode);
   const uint32_t K2 = static_cast<uint32_t>(plan.g2.args.K);
@@ -49,7 +52,7 @@ void runPair(Model model, int64_t M, Variant v, Order o, LaunchMode mode, uint32
             emu::post(view, w);
           }
         },
-        Dim3(plan.g1.blocks), true);
+        Dim3(plan.g1.ticketBlocks), true);
     pipe.launch(
         st.cons,
         [=](const auto& view, emu::Block& b) {
@@ -59,14 +62,14 @@ void runPair(Model model, int64_t M, Variant v, Order o, LaunchMode mode, uint32
             for (uint32_t k0 = 0; k0 < K2; k0 += bk) emu::wait(view, w, Read{k0, w.tile.y * bm, 0, 0});
           }
         },
-        Dim3(plan.g2.blocks), true);
+        Dim3(plan.g2.ticketBlocks), true);
     pipe.finish();
   }
   const emu::Report rep = emu.run(60s);
   ASSERT_TRUE(rep.ok) << rep.message;
   // Streams mode adds one wait-kernel block per run in front of GEMM2.
   const uint64_t gates = mode == LaunchMode::Streams ? runs : 0;
-  EXPECT_EQ(rep.blocksRun, uint64_t(runs) * (plan.g1.blocks + plan.g2.blocks) + gates);
+  EXPECT_EQ(rep.blocksRun, uint64_t(runs) * (plan.g1.ticketBlocks + plan.g2.ticketBlocks) + gates);
 }
 
 const int64_t kMs[] = {1, 100, 512, 1000, 2048, 4096};
@@ -91,10 +94,15 @@ TEST(MlpPlan, Geometry) {
   // LLaMA: SwiGLU producer tiles cover BN / 2 output columns.
   const PairPlan l = planPair(Model::LLaMA, 1000, Variant::TileSync, Order::Auto, kSms);
   EXPECT_EQ(l.g1.tile.x * 2, cusync_gemm::tileShape(l.g1.args.config).bn);
+  // Every variant runs the GEMM's own choice for a stage (one GEMM path).
+  cusync_gemm::GemmArgs a1 = l.g1.args;
+  a1.config = cusync_gemm::TileConfig::Auto;
+  EXPECT_EQ(l.g1.args.config, cusync_gemm::resolveConfig(a1, kSms, cusync_gemm::LaunchContext::Stage));
   EXPECT_TRUE(l.g1.opts & NoAtomicAdd);
   const PairPlan g = planPair(Model::GPT3, 4096, Variant::RowSync, Order::Auto, kSms);
   EXPECT_EQ(g.g1.order, Order::RowMajor);
   EXPECT_EQ(g.g1.blocks, uint32_t(kSms));
+  EXPECT_EQ(g.g1.ticketBlocks, cusync_gemm::ticketBlocks(g.g1.args, g.g1.args.config, kSms));
   const PairPlan one = planPair(Model::GPT3, 1, Variant::Pdl, Order::Auto, kSms);
   EXPECT_EQ(one.g1.grid.y, 1u);
   EXPECT_EQ(one.g1.blocks, cusync_gemm::persistentBlocks(one.g1.args, one.g1.args.config, kSms));

@@ -106,7 +106,7 @@ struct Case {
   Order o;
 };
 
-const Case kCases[] = {{Variant::Stream, Order::Auto},   {Variant::Pdl, Order::Auto},
+const Case kCases[] = {{Variant::NoSync, Order::Auto},   {Variant::Pdl, Order::Auto},
                        {Variant::RowSync, Order::Auto},  {Variant::RowSync, Order::Grouped},
                        {Variant::TileSync, Order::Auto}, {Variant::TileSync, Order::RowMajor},
                        {Variant::Cublas, Order::Auto}};

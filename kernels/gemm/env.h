@@ -1,0 +1,34 @@
+// Environment switches of the GEMM, for A/B runs on one binary: each turns
+// one launch choice of gemm() off or overrides it. Read once per process.
+// `cusync-bench gemm --help` and docs/gemm.md list them from kEnvSwitches.
+#pragma once
+
+namespace cusync_gemm {
+
+struct EnvSwitch {
+  const char* name;
+  const char* effect;
+};
+
+inline constexpr const char* kEnvKCut = "CUSYNC_GEMM_KCUT";
+inline constexpr const char* kEnvPdl = "CUSYNC_GEMM_PDL";
+inline constexpr const char* kEnvStaticFirst = "CUSYNC_GEMM_STATIC_FIRST";
+inline constexpr const char* kEnvStaticAll = "CUSYNC_GEMM_STATIC_ALL";
+inline constexpr const char* kEnvEvictFirst = "CUSYNC_GEMM_B_EVICT_FIRST";
+inline constexpr const char* kEnvOrderGroup = "CUSYNC_GEMM_ORDER_GROUP";
+
+inline constexpr EnvSwitch kEnvSwitches[] = {
+    {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
+    {kEnvPdl, "=0: gemm() launches without programmatic dependent launch"},
+    {kEnvStaticFirst, "=0: gemm()'s blocks take their first tile by ticket, not by block index"},
+    {kEnvStaticAll, "=0: gemm()'s WholeTiles blocks take later tiles by ticket, not block b tiles b, b + blocks, ..."},
+    {kEnvEvictFirst, "=0: B's loads never carry the L2 evict-first hint"},
+    {kEnvOrderGroup, "=n: gemm() walks its tiles in bands of n tile rows (default 8; 6 for 128x168)"},
+};
+
+// Whether switch `name` is set to 0 (off).
+bool envSwitchOff(const char* name);
+// The positive integer value of switch `name`, or 0 when it is unset or not one.
+int envInt(const char* name);
+
+}  // namespace cusync_gemm

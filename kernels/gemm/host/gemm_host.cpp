@@ -1,0 +1,205 @@
+// Host side of the GEMM: configuration names and shapes, argument checks,
+// environment switches, device properties, tensor maps, split-K workspaces.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cusync/error.h"
+#include "kernels/gemm/env.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/host/launch_host.h"
+
+namespace cusync_gemm {
+
+namespace {
+[[noreturn]] void bad(const std::string& what) { throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", what); }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+}  // namespace
+
+const char* toString(TileConfig c) {
+  if (c == TileConfig::Auto) return "auto";
+  const TileConfigRow* r = findTileConfig(c);
+  return r ? r->name : "?";
+}
+
+TileConfig parseTileConfig(const char* name) {
+  const std::string n = name ? name : "";
+  if (n == "auto") return TileConfig::Auto;
+  std::string known = "auto";
+  for (const TileConfigRow& r : kTileConfigs) {
+    if (n == r.name) return r.config;
+    known += std::string(", ") + r.name;
+  }
+  bad("unknown tile configuration '" + n + "' (one of: " + known + ")");
+}
+
+const char* toString(Epilogue e) {
+  switch (e) {
+    case Epilogue::Identity: return "identity";
+    case Epilogue::Bias: return "bias";
+    case Epilogue::Gelu: return "gelu";
+    case Epilogue::SwiGLU: return "swiglu";
+    case Epilogue::Residual: return "residual";
+  }
+  return "?";
+}
+
+TileShape tileShape(TileConfig c) {
+  const TileConfigRow* r = findTileConfig(c);
+  if (r == nullptr) bad("tileShape: configuration 'auto' has no shape; resolve it first");
+  const uint32_t rows = static_cast<uint32_t>(r->schedule == Schedule::ClusterPair ? 2 * r->bm : r->bm);
+  return {rows, static_cast<uint32_t>(r->bn), 64};
+}
+
+bool supportsSwiGLU(TileConfig c) { return tileShape(c).bn % 16 == 0; }
+
+void checkArgs(const GemmArgs& a) {
+  if (a.M < 1) bad("M = " + std::to_string(a.M) + ": need M >= 1");
+  if (a.N < 8 || a.N % 8 != 0) bad("N = " + std::to_string(a.N) + ": need a positive multiple of 8");
+  if (a.K < 8 || a.K % 8 != 0) bad("K = " + std::to_string(a.K) + ": need a positive multiple of 8");
+  if (a.M > (int64_t(1) << 31) - 1 || a.N > (int64_t(1) << 31) - 1 || a.K > (int64_t(1) << 31) - 1)
+    bad("M, N and K must each be below 2^31");
+  if (a.epilogue == Epilogue::SwiGLU && a.N % 16 != 0)
+    bad("N = " + std::to_string(a.N) + ": SwiGLU needs N a multiple of 16 (gate and up interleaved in blocks of 8)");
+  if (!a.A || !a.B || !a.C) bad("A, B and C must be non-null device pointers");
+  if (!aligned16(a.A)) bad("A is not 16-byte aligned");
+  if (!aligned16(a.B)) bad("B is not 16-byte aligned");
+  if (!aligned16(a.C)) bad("C is not 16-byte aligned");
+  if (a.epilogue == Epilogue::Bias && !a.bias) bad("epilogue 'bias' needs a bias pointer");
+  if (a.bias && !aligned16(a.bias)) bad("bias is not 16-byte aligned");
+  if (a.epilogue == Epilogue::Residual && !a.residual) bad("epilogue 'residual' needs a residual pointer");
+  if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
+  if (a.splitK < 0) bad("splitK = " + std::to_string(a.splitK) + ": need 0 (heuristic) or a positive count");
+  if (a.kCutGroups < 0)
+    bad("kCutGroups = " + std::to_string(a.kCutGroups) + ": need 0 (heuristic) or a positive count");
+  if (a.config != TileConfig::Auto && findTileConfig(a.config) == nullptr)
+    bad("tile configuration " + std::to_string(static_cast<int>(a.config)) + " is not implemented in this build");
+  if (a.epilogue == Epilogue::SwiGLU && a.config != TileConfig::Auto && !supportsSwiGLU(a.config))
+    bad(std::string("tile configuration ") + toString(a.config) +
+        " cannot run SwiGLU: its tiles split gate/up column pairs (use a width that is a multiple of 16)");
+}
+
+bool envSwitchOff(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] == '0';
+}
+
+int envInt(const char* name) {
+  const char* e = std::getenv(name);
+  const int v = e != nullptr ? std::atoi(e) : 0;
+  return v > 0 ? v : 0;
+}
+
+namespace detail {
+
+void throwCuda(cudaError_t e, const char* what) {
+  throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+const DeviceInfo& currentDevice() {
+  static std::mutex mu;
+  static std::deque<DeviceInfo> cache;
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  for (const DeviceInfo& d : cache)
+    if (d.device == dev) return d;
+  cudaDeviceProp prop{};
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, dev); e != cudaSuccess) throwCuda(e, "cudaGetDeviceProperties");
+  DeviceInfo d;
+  d.device = dev;
+  d.sms = prop.multiProcessorCount;
+  d.major = prop.major;
+  d.minor = prop.minor;
+  d.smemOptin = prop.sharedMemPerBlockOptin;
+  cache.push_back(d);
+  return cache.back();
+}
+
+namespace {
+using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeFn encodeFn() {
+  static EncodeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
+      throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", "cuTensorMapEncodeTiled is not available from the driver");
+    return reinterpret_cast<EncodeFn>(p);
+  }();
+  return fn;
+}
+}  // namespace
+
+CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
+                            uint32_t boxOuter) {
+  CUtensorMap m{};
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {inner * 2};
+  const cuuint32_t box[2] = {boxInner, boxOuter};
+  const cuuint32_t estr[2] = {1, 1};
+  const CUresult r = encodeFn()(&m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                                const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw cusync::Error(cusync::ErrorCode::CudaError, "gemm",
+                        "cuTensorMapEncodeTiled failed with code " + std::to_string(static_cast<int>(r)));
+  return m;
+}
+
+SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems, cudaStream_t stream) {
+  struct Entry {
+    SplitBuffers b;
+    size_t flagsCount = 0, partialElems = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, Entry> cache;
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
+  const size_t flagsCount = 8 * static_cast<size_t>(tiles);  // per (tile, warpgroup), or per (tile, warp slab)
+  const size_t partialElems = static_cast<size_t>(tiles) * (splits > 1 ? splits - 1 : 0) * tileElems;
+  std::lock_guard<std::mutex> lock(mu);
+  Entry& en = cache[{dev, key}];
+  if (en.b.counter != nullptr && en.flagsCount >= flagsCount && en.partialElems >= partialElems) return en.b;
+  // Grow: the old buffers may still be in use by queued launches, so they are
+  // left allocated. Allocation is allowed while a stream is being captured.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  const size_t nf = std::max(flagsCount, en.flagsCount), np = std::max(partialElems, en.partialElems);
+  const size_t head = 256 + ((nf * 4 + 255) / 256) * 256;
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, head + np * 4);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) throwCuda(e, "cudaMalloc(split-K workspace)");
+  if (cudaError_t z = cudaMemsetAsync(p, 0, head, stream); z != cudaSuccess) throwCuda(z, "cudaMemsetAsync(split-K workspace)");
+  unsigned char* b = static_cast<unsigned char*>(p);
+  en.b.counter = reinterpret_cast<unsigned long long*>(b);
+  en.b.flags = reinterpret_cast<uint32_t*>(b + 256);
+  en.b.partials = reinterpret_cast<float*>(b + head);
+  en.flagsCount = nf;
+  en.partialElems = np;
+  return en.b;
+}
+
+const DeviceInfo& requireHopper() {
+  const DeviceInfo& d = currentDevice();
+  if (d.major != 9)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
+                        "the Hopper GEMM needs compute capability 9.0; device " + std::to_string(d.device) + " is " +
+                            std::to_string(d.major) + "." + std::to_string(d.minor));
+  return d;
+}
+
+}  // namespace detail
+}  // namespace cusync_gemm

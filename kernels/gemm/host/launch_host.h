@@ -1,0 +1,51 @@
+// Host helpers of the GEMM launch: cached device properties, tensor maps
+// through the driver entry point, the split-K workspace, errors. Plain C++.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/gemm/gemm.h"
+
+namespace cusync_gemm::detail {
+
+// The (element type, B layout) families of kernels.
+enum class Family { Bf16NK, Bf16KN, F16NK, F16KN };
+constexpr Family familyOf(const GemmArgs& a) {
+  const bool nk = a.bLayout == BLayout::NK;
+  return a.dtype == DType::BF16 ? (nk ? Family::Bf16NK : Family::Bf16KN) : (nk ? Family::F16NK : Family::F16KN);
+}
+
+struct DeviceInfo {
+  int device = 0;
+  int sms = 0;
+  int major = 0, minor = 0;
+  size_t smemOptin = 0;
+};
+
+// Properties of the current device (cached); throws cusync::Error(CudaError).
+const DeviceInfo& currentDevice();
+// The current device, checked to be a Hopper GPU (compute capability 9.0);
+// throws cusync::Error(InvalidArgument) naming the device otherwise.
+const DeviceInfo& requireHopper();
+
+// A 2-D tensor map over a row-major [outer, inner] matrix of 2-byte elements,
+// box {boxInner, boxOuter}, 128-byte swizzle, zero fill out of bounds.
+CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
+                            uint32_t boxOuter);
+
+[[noreturn]] void throwCuda(cudaError_t e, const char* what);
+
+// Split-K buffers of one stage (key: its ticket counter), grown on demand and
+// zeroed on `stream` when (re)allocated; never freed.
+struct SplitBuffers {
+  unsigned long long* counter = nullptr;
+  uint32_t* flags = nullptr;  // 8 per split tile (per warpgroup: 2 used; per warp slab: 8)
+  float* partials = nullptr;  // split tiles x (splits - 1) x tileElems
+};
+SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems,
+                          cudaStream_t stream);
+
+}  // namespace cusync_gemm::detail

@@ -1,0 +1,133 @@
+// The GEMM's mainloop, both halves of the shared-memory ring:
+//  - the producer's loads of one k-block (TMA): B (the weights) and A through
+//    an A loader, a replaceable part: TmaTileA loads a box of a row-major A;
+//    an implicit-GEMM convolution loads its A through an im2col loader with
+//    the same two members;
+//  - the consumers' wgmma loop over a unit's k-blocks.
+// The ring's full and empty mbarriers order the two: a slot is full once its
+// TMA bytes landed, empty once both consumer warpgroups' wgmma reads of it
+// completed.
+#pragma once
+
+#include <cuda.h>
+#include <cuda/ptx>
+
+#include <cstdint>
+
+#include "cusync/stage_view.h"
+#include "kernels/gemm/kernel/params.cuh"
+#include "kernels/gemm/kernel/sm90.cuh"
+
+namespace cusync_gemm::detail {
+
+// A loader for a row-major A [M, K]: k-block kb of rows [m0, m0 + BM) is one
+// tensor-map box. read() says which producer output that k-block reads, for
+// the stage's input policy: columns from k0, the stage tile's rows.
+struct TmaTileA {
+  __device__ __forceinline__ static cusync::Read read(int32_t k0, int32_t stageTileRow0, uint32_t walkStart) {
+    return cusync::Read{static_cast<uint32_t>(k0), static_cast<uint32_t>(stageTileRow0), 0, walkStart};
+  }
+  __device__ __forceinline__ static void load(void* dst, const CUtensorMap* map, int32_t k0, int32_t m0,
+                                              uint64_t* full) {
+    const int32_t c[2] = {k0, m0};
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, c, full);
+  }
+};
+
+// k-block k0 of B's columns [n0, n0 + BN) into slot `sb`: one box of B as
+// [N, K], or ceil(BN / 64) boxes of 64 columns of B as [K, N]. In a cluster
+// pair each block loads half of the boxes and multicasts them to both
+// blocks, whose full barriers each count the whole slot.
+template <int BN, int TransB, int ClusterSize>
+__device__ __forceinline__ void loadB(unsigned char* sb, const CUtensorMap* tmB, int32_t k0, int32_t n0,
+                                      uint64_t* full, bool evictFirst, uint64_t policy, uint32_t rank) {
+  if constexpr (ClusterSize == 2) {
+    constexpr uint16_t kBoth = 0x3;
+    if constexpr (TransB == 0) {
+      const int32_t cb[2] = {k0, n0 + static_cast<int32_t>(rank) * (BN / 2)};
+      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + rank * (BN / 2) * 128,
+                                      tmB, cb, full, kBoth);
+    } else {
+#pragma unroll
+      for (int c = 0; c < BN / 64; ++c) {
+        if ((c & 1) != static_cast<int>(rank)) continue;
+        const int32_t cb[2] = {n0 + 64 * c, k0};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + c * 8192, tmB, cb,
+                                        full, kBoth);
+      }
+    }
+  } else {
+    constexpr int kBoxes = TransB == 0 ? 1 : (BN + 63) / 64;
+#pragma unroll
+    for (int c = 0; c < kBoxes; ++c) {
+      const int32_t cb[2] = {TransB == 0 ? k0 : n0 + 64 * c, TransB == 0 ? n0 : k0};
+      if (evictFirst)
+        tmaLoadHinted(sb + c * 8192, tmB, cb, full, policy);
+      else
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, sb + c * 8192, tmB, cb,
+                                        full);
+    }
+  }
+}
+
+// The producer's position in the ring.
+template <int S>
+struct RingCursor {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == S) stage = 0, phase ^= 1;
+  }
+};
+
+// The consumer warpgroup's side: wgmma over the k-blocks of a unit, each
+// slot released to the producer once the next k-block's wgmma group is
+// issued (one group in flight). The wgmma descriptors of ring slot 0 for this
+// warpgroup are built once and moved by constants (MovingDesc): built per
+// wgmma from the slot's address they cost ~12 vector instructions each.
+template <class T, int BM, int WN, int TransB, int S, int kStageBytes, int kABytes>
+struct ConsumerMainloop {
+  static constexpr int kASmemOff = BM == 128 ? 64 * 128 : 0;  // bytes into the A slot per consumer index
+  static constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into the B slot (NK rows or KN 64-column boxes)
+  MovingDesc descA, descB;
+  int stage = 0;
+  uint32_t phase = 0;
+
+  __device__ __forceinline__ ConsumerMainloop(unsigned char* smem, int cwUniform)
+      : descA(smemDesc(smem + cwUniform * kASmemOff, 16, 1024)),
+        descB(smemDesc(smem + kABytes + cwUniform * kBSmemOff, TransB == 0 ? 16 : 8192, 1024)) {}
+
+  __device__ __forceinline__ void advance() {
+    if (++stage == S) stage = 0, phase ^= 1;
+  }
+
+  // MMAs of k-blocks [kb0, kb1) into acc, starting at the current slot, whose
+  // full barrier the caller has waited for. Returns the last slot, still held
+  // (release it once the accumulator is final).
+  template <class Release>
+  __device__ __forceinline__ int run(float (&acc)[WN / 2], uint64_t* full, int kb0, int kb1, bool signaller,
+                                     Release&& release) {
+    int prevStage = -1;
+    for (int kb = kb0; kb < kb1; ++kb) {
+      if (kb > kb0) mbarWait(&full[stage], phase);
+      const uint32_t slot = static_cast<uint32_t>(stage * (kStageBytes / 16));  // in 16-byte units
+      wgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        // A k16 step: 32 bytes along the rows of A and of B as [N, K]; 16 rows of 128 bytes of B as [K, N].
+        mma16<T, WN, TransB>(acc, descA.plus(slot + kk * 2), descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
+                             (kb > kb0 || kk > 0) ? 1 : 0);
+      }
+      wgmmaCommit();
+      wgmmaWait<1>();
+      if (prevStage >= 0 && signaller) release(prevStage);
+      prevStage = stage;
+      advance();
+    }
+    wgmmaWait<0>();
+    fenceRegs(acc);
+    return prevStage;
+  }
+};
+
+}  // namespace cusync_gemm::detail

@@ -1,0 +1,100 @@
+// Tile configurations of the Hopper GEMM, as data: one row per configuration
+// in kTileConfigs. The launch code instantiates a kernel per row (tile shape,
+// schedule, ring depth) and the heuristic reads the row's cost-model rate, so
+// a new configuration is a new TileConfig name plus one row here.
+//
+// Schedules (how a launch turns tiles into work units; docs/gemm.md):
+//   WholeTiles   one unit per tile, taken by ticket or statically.
+//   SplitK       64-row tiles, each split into S parts over K (GemmArgs::splitK,
+//                or the heuristic's count); the part holding the last k-block
+//                adds the others' fp32 partials in a fixed order and stores.
+//   TailSplit    128-row tiles in whole waves, then the tiles of the last,
+//                part-empty wave each split into S parts, finished as SplitK.
+//   KCut         the k-blocks of all tiles, laid out column by column, cut
+//                into G equal ranges, one per group of blocks (one block per
+//                128-row band); no tickets, so gemm() without a stage only.
+//   ClusterPair  clusters of two blocks per stage tile of 256 rows; each
+//                block loads its own A and half of B, multicast to both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cusync_gemm {
+
+enum class TileConfig {
+  Auto,
+  T128x128,
+  T128x192,
+  T128x256,
+  T128x176,
+  T128x168,
+  T128x144,
+  T128x96,
+  T64x128SplitK,
+  T128x256TailSplit,
+  T128x192TailSplit,
+  T128x176TailSplit,
+  T128x144TailSplit,
+  T128x96TailSplit,
+  T128x192KCut,
+  T128x256KCut,
+  T128x256Pair,
+};
+
+enum class Schedule : uint8_t { WholeTiles, SplitK, TailSplit, KCut, ClusterPair };
+
+struct TileConfigRow {
+  TileConfig config;
+  const char* name;
+  int bm, bn;  // one block's tile (a ClusterPair stage tile is 2 bm rows)
+  Schedule schedule;
+  // Shared-memory ring slots of 64-wide k-blocks; 0: as many as fit beside
+  // one epilogue buffer per consumer warp.
+  int ringSlots;
+  // The cost model's rate of one k-block step relative to a 128x256 tile's
+  // (heuristic.cpp): narrower tiles re-read more operand bytes per FLOP.
+  double rate;
+};
+
+// Where the rates and ring depths come from: docs/gemm.md, "Measured facts".
+inline constexpr TileConfigRow kTileConfigs[] = {
+    {TileConfig::T128x128, "128x128", 128, 128, Schedule::WholeTiles, 6, 0.72},
+    {TileConfig::T128x192, "128x192", 128, 192, Schedule::WholeTiles, 4, 0.98},
+    {TileConfig::T128x256, "128x256", 128, 256, Schedule::WholeTiles, 4, 1.0},
+    {TileConfig::T128x176, "128x176", 128, 176, Schedule::WholeTiles, 0, 0.97},
+    {TileConfig::T128x168, "128x168", 128, 168, Schedule::WholeTiles, 0, 0.955},
+    {TileConfig::T128x144, "128x144", 128, 144, Schedule::WholeTiles, 0, 0.855},
+    {TileConfig::T128x96, "128x96", 128, 96, Schedule::WholeTiles, 0, 0.90},
+    {TileConfig::T64x128SplitK, "64x128-splitk", 64, 128, Schedule::SplitK, 8, 0.576},
+    {TileConfig::T128x256TailSplit, "128x256-tailsplit", 128, 256, Schedule::TailSplit, 4, 1.0},
+    {TileConfig::T128x192TailSplit, "128x192-tailsplit", 128, 192, Schedule::TailSplit, 4, 0.98},
+    {TileConfig::T128x176TailSplit, "128x176-tailsplit", 128, 176, Schedule::TailSplit, 0, 0.97},
+    {TileConfig::T128x144TailSplit, "128x144-tailsplit", 128, 144, Schedule::TailSplit, 0, 0.855},
+    {TileConfig::T128x96TailSplit, "128x96-tailsplit", 128, 96, Schedule::TailSplit, 0, 0.71},
+    {TileConfig::T128x192KCut, "128x192-kcut", 128, 192, Schedule::KCut, 5, 0.98},
+    {TileConfig::T128x256KCut, "128x256-kcut", 128, 256, Schedule::KCut, 4, 1.0},
+    {TileConfig::T128x256Pair, "128x256-pair", 128, 256, Schedule::ClusterPair, 4, 1 / 0.975},
+};
+inline constexpr size_t kNumTileConfigs = sizeof(kTileConfigs) / sizeof(kTileConfigs[0]);
+
+// The row of configuration c; nullptr for Auto.
+constexpr const TileConfigRow* findTileConfig(TileConfig c) {
+  for (const TileConfigRow& r : kTileConfigs)
+    if (r.config == c) return &r;
+  return nullptr;
+}
+// The schedule of a resolved configuration (WholeTiles for Auto).
+constexpr Schedule scheduleOf(TileConfig c) {
+  const TileConfigRow* r = findTileConfig(c);
+  return r ? r->schedule : Schedule::WholeTiles;
+}
+// Whether c splits the K loop of some tiles (a split-K workspace is used).
+constexpr bool splitsK(TileConfig c) {
+  return scheduleOf(c) == Schedule::SplitK || scheduleOf(c) == Schedule::TailSplit;
+}
+// Whether a stage with a policy can run c: KCut blocks take no tickets, and
+// tickets carry the run numbers that waits and posts need.
+constexpr bool runsInStages(TileConfig c) { return scheduleOf(c) != Schedule::KCut; }
+
+}  // namespace cusync_gemm

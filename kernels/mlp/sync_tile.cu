@@ -1,8 +1,0 @@
-// The TileSync stage pair of the MLP (see synced.h).
-#include "kernels/mlp/synced_impl.cuh"
-
-namespace cusync_mlp::detail {
-std::unique_ptr<SyncedPair> makeTileSyncPair(const PairPlan& p) {
-  return std::make_unique<SyncedPairImpl<cusync::policy::TileSync>>(p);
-}
-}  // namespace cusync_mlp::detail
