@@ -25,10 +25,12 @@ template <Family F>
 using FamilyType = std::conditional_t<F == Family::Bf16NK || F == Family::Bf16KN, __nv_bfloat16, __half>;
 template <Family F>
 constexpr int kFamilyTransB = F == Family::Bf16KN || F == Family::F16KN ? 1 : 0;
+// Raises kernel k's dynamic shared-memory limit, once per device (`prepared`
+// holds a bit per device; the attribute belongs to the device's context).
+// Each kernel instantiation keeps its own bits: kernels of one signature share
+// a function-pointer type.
 template <class K>
-void prepareKernel(K* k, int smem) {
-  // Once per device: the attribute belongs to the current device's context.
-  static std::atomic<uint64_t> prepared{0};
+void prepareKernel(K* k, int smem, std::atomic<uint64_t>& prepared) {
   const int dev = currentDevice().device;
   const uint64_t bit = dev < 64 ? (uint64_t{1} << dev) : 0;
   if (bit != 0 && (prepared.load(std::memory_order_acquire) & bit)) return;
@@ -110,7 +112,8 @@ void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cu
     if constexpr (kPair) return gemmKernelPair<Shape, T, TB, E, View>;
     else return gemmKernel<Shape, T, TB, E, View>;
   }();
-  prepareKernel(k, smem);
+  static std::atomic<uint64_t> prepared{0};
+  prepareKernel(k, smem, prepared);
   cudaLaunchConfig_t cfg = base;
   cfg.gridDim = dim3(blocks);
   cfg.blockDim = dim3(kThreads);
