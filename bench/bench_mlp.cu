@@ -1,8 +1,10 @@
 // cusync-bench mlp: the MLP pipelines of kernels/mlp (nosync, pdl, rowsync,
-// tilesync, with tile-order choices) against the cuBLAS pipeline PyTorch
-// runs, side by side in one process. Every variant is checked against the
-// cuBLAS result before it is timed. Medians of CUDA-event timings of
-// back-to-back runs after warm-up, best of two alternating rounds. Weights
+// tilesync with tile-order choices, fused) against the best baseline, side by
+// side in one process: the cuBLAS pipeline PyTorch runs, or our own two GEMMs
+// in stream order without cusync (nosync), whichever is faster. Every variant
+// is checked against the cuBLAS result before it is timed. Medians of
+// CUDA-event timings of back-to-back runs (or of CUDA graph replays with
+// --graph) after warm-up, best of two alternating rounds. Weights
 // are 2 x 151 MB (GPT-3) or 2 x 90 MB (LLaMA), so every run's working set
 // exceeds the 50 MB L2 without rotation. The peak GEMM rate (a large cuBLAS
 // bf16 GEMM) and memory bandwidth (a large device-to-device copy, bytes read
@@ -28,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cusync/error.h"
+#include "cusync/launch.h"
 #include "kernels/baseline/cublaslt_gemm.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
@@ -56,6 +59,10 @@ VariantSpec parseSpec(const std::string& s) {
   }
   const size_t c = base.find(':');
   sp.v = parseVariant(base.substr(0, c));
+  // Orders and the serial launch apply to the two-kernel synchronized variants.
+  if ((sp.v == Variant::Fused || sp.v == Variant::NoSync || sp.v == Variant::Cublas) && s != toString(sp.v))
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "mlp",
+                        std::string(toString(sp.v)) + " takes no order or launch suffix");
   if (c != std::string::npos) {
     const std::string o = base.substr(c + 1);
     if (o == "rowmajor") sp.o = Order::RowMajor;
@@ -172,10 +179,33 @@ TraceStats analyze(const std::vector<cusync_gemm::TileTrace>& t1, const std::vec
 struct Row {
   std::string model, variant;
   int64_t M;
-  double ms, speedup, eff, err;
+  double ms, speedup, eff, err;  // speedup over the best baseline (cuBLAS or nosync)
+  double vsCublas, vsNosync;
   bool ok;
   TraceStats tr;
 };
+
+// Median ms of variant `sp`: back-to-back runs, or replays of a CUDA graph
+// holding one run (captured after the variant's check run prepared it).
+double timeVariant(Mlp& mlp, int64_t M, const Buffers& b, const VariantSpec& sp, cudaStream_t s, int iters,
+                   bool graph) {
+  if (!graph) return bench::medianMs([&](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s);
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  try {
+    mlp.run(M, b, sp.v, s, sp.o, sp.pdl);
+  } catch (...) {
+    cudaStreamEndCapture(s, &g);
+    if (g) cudaGraphDestroy(g);
+    throw;
+  }
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t x = cusync::instantiateGraph(g);
+  const double ms = bench::medianMs([&](int) { CUDA_OK(cudaGraphLaunch(x, s)); }, iters, s);
+  cudaGraphExecDestroy(x);
+  cudaGraphDestroy(g);
+  return ms;
+}
 
 }  // namespace
 
@@ -262,7 +292,9 @@ int benchMlp(const MlpBenchOptions& o) {
     CUDA_OK(cudaMalloc(&tr2, traceN2 * sizeof(cusync_gemm::TileTrace)));
     for (int64_t M : tokens) {
       std::fprintf(stderr, "[mlp] %s M=%lld (%s): checking and timing %zu variants\n", mname.c_str(), (long long)M,
-                   (mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync)).c_str(), specs.size());
+                   (mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync) + ", fused " +
+                    mlp.configs(M, Variant::Fused)).c_str(),
+                   specs.size());
       // Reference: the cuBLAS pipeline.
       mlp.run(M, b, Variant::Cublas, s);
       CUDA_OK(cudaStreamSynchronize(s));
@@ -290,13 +322,21 @@ int benchMlp(const MlpBenchOptions& o) {
       const double roofMs = checkOnly ? 0 : std::max(flops / (peak * 1e12), bytes / (bw * 1e12)) * 1e3;
       std::vector<double> ms(specs.size(), INFINITY);
       std::vector<TraceStats> traces(specs.size());
-      Detail det{mname, M, mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync), NAN, NAN, NAN, NAN, roofMs};
+      Detail det{mname,
+                 M,
+                 mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync) + ", fused " +
+                     mlp.configs(M, Variant::Fused),
+                 NAN,
+                 NAN,
+                 NAN,
+                 NAN,
+                 roofMs};
       if (!checkOnly) {
         for (int round = 0; round < 2; ++round) {
           for (size_t i = 0; i < specs.size(); ++i) {
             if (!ok[i]) continue;
             const VariantSpec& sp = specs[i];
-            ms[i] = std::min(ms[i], bench::medianMs([&](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s));
+            ms[i] = std::min(ms[i], timeVariant(mlp, M, b, sp, s, iters, o.graph));
           }
         }
         // One traced run per variant (after timing: tracing adds a few stores per tile).
@@ -319,25 +359,28 @@ int benchMlp(const MlpBenchOptions& o) {
         det.cb2 = bench::medianMs([&](int) { mlp.cublasGemm2(M, b, s); }, iters, s);
       }
       details.push_back(det);
-      double cublasMs = INFINITY;
-      for (size_t i = 0; i < specs.size(); ++i)
+      double cublasMs = INFINITY, nosyncMs = INFINITY;
+      for (size_t i = 0; i < specs.size(); ++i) {
         if (specs[i].v == Variant::Cublas) cublasMs = std::min(cublasMs, ms[i]);
+        if (specs[i].v == Variant::NoSync) nosyncMs = std::min(nosyncMs, ms[i]);
+      }
+      const double baseMs = std::min(cublasMs, nosyncMs);
       if (checkOnly) {
         for (size_t i = 0; i < specs.size(); ++i)
           std::printf("%-6s M=%-5lld %-18s err %.2e %s\n", mname.c_str(), (long long)M, specs[i].name.c_str(), err[i],
                       ok[i] ? "ok" : "FAIL");
       } else {
         std::printf("%s M=%lld (tiles %s): ours gemm1 %.3f + gemm2 %.3f = %.3f ms; cuBLAS gemm1 %.3f + gemm2 %.3f "
-                    "ms; roofline %.3f ms\n",
+                    "ms; roofline %.3f ms; best baseline %.3f ms (%s)\n",
                     mname.c_str(), (long long)M, det.configs.c_str(), det.g1, det.g2, det.g1 + det.g2, det.cb1, det.cb2,
-                    roofMs);
+                    roofMs, baseMs, nosyncMs < cublasMs ? "nosync" : "cublas");
         for (size_t i = 0; i < specs.size(); ++i) {
           if (!ok[i]) {
             std::printf("  %-18s FAILED check (err %.2e)\n", specs[i].name.c_str(), err[i]);
             continue;
           }
           std::printf("  %-18s %8.3f ms  speedup %5.3f  roofline eff %4.2f  err %.1e", specs[i].name.c_str(), ms[i],
-                      cublasMs / ms[i], roofMs / ms[i], err[i]);
+                      baseMs / ms[i], roofMs / ms[i], err[i]);
           const TraceStats& t = traces[i];
           if (std::isfinite(t.tailMs))
             std::printf("  | gemm1 tail %.3f ms, idle %2.0f%%, filled %2.0f%%, gemm2 from %.3f ms, wait/tile %.1f us (max %.0f)",
@@ -347,53 +390,61 @@ int benchMlp(const MlpBenchOptions& o) {
       }
       std::fflush(stdout);
       for (size_t i = 0; i < specs.size(); ++i)
-        rows.push_back({mname, specs[i].name, M, ms[i], checkOnly ? NAN : cublasMs / ms[i],
-                        checkOnly ? NAN : roofMs / ms[i], err[i], bool(ok[i]), traces[i]});
+        rows.push_back({mname, specs[i].name, M, ms[i], checkOnly ? NAN : baseMs / ms[i],
+                        checkOnly ? NAN : roofMs / ms[i], err[i], checkOnly ? NAN : cublasMs / ms[i],
+                        checkOnly ? NAN : nosyncMs / ms[i], bool(ok[i]), traces[i]});
     }
     cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y), cudaFree(tr1), cudaFree(tr2);
   }
 
-  // Summary: best cusync variant per M, geomean speedups.
+  // Summary: per M the winning cusync variant (synchronized or fused)
+  // against the best baseline (cuBLAS or our nosync), and geomeans.
   if (!checkOnly) {
-    std::printf("\nsummary (speedup = best cuBLAS ms / ms; eff = roofline ms / ms)\n");
-    std::printf("%-6s %6s %9s %18s %9s %8s %5s %10s %6s %7s %9s\n", "model", "M", "cublas", "best cusync", "ms", "speedup",
-                "eff", "g1tail_ms", "idle", "filled", "wait_us");
+    std::printf("\nsummary (%s; speedup = baseline ms / ms, baseline = the faster of cublas and nosync; eff = roofline "
+                "ms / ms)\n",
+                o.graph ? "CUDA graph replays" : "back-to-back launches");
+    std::printf("%-6s %6s %8s %8s %18s %8s %8s %8s %8s %5s %9s %6s %7s %8s\n", "model", "M", "cublas", "nosync",
+                "winner", "ms", "vs_base", "vs_cubl", "vs_nosy", "eff", "g1tail_ms", "idle", "filled", "wait_us");
     for (const auto& mname : models) {
-      double logSum = 0;
+      double logBase = 0, logCublas = 0, logNosync = 0;
       int n = 0;
       for (int64_t M : tokens) {
-        const Row* best = nullptr;
-        const Row* cb = nullptr;
+        const Row *best = nullptr, *cb = nullptr, *ns = nullptr;
         for (const Row& r : rows) {
           if (r.model != mname || r.M != M || !r.ok) continue;
-          if (r.variant.rfind("cublas", 0) == 0) {
-            cb = &r;
-            continue;
-          }
-          if (r.variant == "nosync") continue;
-          if (!best || r.ms < best->ms) best = &r;
+          if (r.variant == "cublas") cb = &r;
+          else if (r.variant == "nosync") ns = &r;
+          else if (!best || r.ms < best->ms) best = &r;
         }
-        if (!best || !cb) continue;
-        std::printf("%-6s %6lld %9.3f %18s %9.3f %8.3f %5.2f %10.3f %5.0f%% %6.0f%% %9.1f\n", mname.c_str(), (long long)M,
-                    cb->ms, best->variant.c_str(), best->ms, best->speedup, best->eff, best->tr.tailMs,
-                    100 * best->tr.idle, 100 * best->tr.filled, best->tr.waitMeanUs);
-        logSum += std::log(best->speedup);
+        if (!best || !cb || !ns) continue;
+        std::printf("%-6s %6lld %8.3f %8.3f %18s %8.3f %8.3f %8.3f %8.3f %5.2f %9.3f %5.0f%% %6.0f%% %8.1f%s\n",
+                    mname.c_str(), (long long)M, cb->ms, ns->ms, best->variant.c_str(), best->ms, best->speedup,
+                    best->vsCublas, best->vsNosync, best->eff, best->tr.tailMs, 100 * best->tr.idle,
+                    100 * best->tr.filled, best->tr.waitMeanUs, best->speedup < 1 ? "  (loses to the baseline)" : "");
+        logBase += std::log(best->speedup), logCublas += std::log(best->vsCublas), logNosync += std::log(best->vsNosync);
         ++n;
       }
-      if (n) std::printf("%-6s geomean speedup of the best cusync variant: %.3f\n", mname.c_str(), std::exp(logSum / n));
+      if (n)
+        std::printf("%-6s geomean speedup of the winning cusync variant: %.3f over the best baseline, %.3f over cuBLAS, "
+                    "%.3f over nosync\n",
+                    mname.c_str(), std::exp(logBase / n), std::exp(logCublas / n), std::exp(logNosync / n));
     }
   }
 
-  std::string csvText = bench::csvRow({"model", "M", "variant", "ms", "speedup", "roofline_eff", "rel_err", "ok"});
+  std::string csvText = bench::csvRow({"model", "M", "variant", "ms", "speedup", "speedup_vs_cublas",
+                                       "speedup_vs_nosync", "roofline_eff", "rel_err", "ok"});
   for (const Row& r : rows)
     csvText += bench::csvRow({r.model, std::to_string(r.M), r.variant, bench::num("%.5f", r.ms),
-                              bench::num("%.4f", r.speedup), bench::num("%.4f", r.eff), bench::num("%.3e", r.err),
+                              bench::num("%.4f", r.speedup), bench::num("%.4f", r.vsCublas),
+                              bench::num("%.4f", r.vsNosync), bench::num("%.4f", r.eff), bench::num("%.3e", r.err),
                               r.ok ? "1" : "0"});
   nlohmann::ordered_json doc;  // non-finite numbers are written as null
   doc["device"] = prop.name;
   doc["peak_tflops"] = peak;
   doc["bandwidth_tbs"] = bw;
   doc["iters"] = iters;
+  doc["timing"] = o.graph ? "graph" : "launches";
+  doc["speedup_baseline"] = "the faster of cublas and nosync";
   doc["results"] = nlohmann::ordered_json::array();
   for (const Row& r : rows)
     doc["results"].push_back({{"model", r.model},
@@ -401,6 +452,8 @@ int benchMlp(const MlpBenchOptions& o) {
                               {"variant", r.variant},
                               {"ms", r.ms},
                               {"speedup", r.speedup},
+                              {"speedup_vs_cublas", r.vsCublas},
+                              {"speedup_vs_nosync", r.vsNosync},
                               {"roofline_eff", r.eff},
                               {"rel_err", r.err},
                               {"ok", r.ok},

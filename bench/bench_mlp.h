@@ -9,11 +9,12 @@
 struct MlpBenchOptions {
   std::vector<std::string> models = {"gpt3", "llama"};
   std::vector<int64_t> tokens = {64, 256, 512, 1024, 1536, 2048, 3072, 4096};
-  std::vector<std::string> variants = {"nosync",   "pdl",           "rowsync", "rowsync:grouped",
-                                       "tilesync", "tilesync:rowmajor", "cublas"};
+  std::vector<std::string> variants = {"nosync",   "pdl",          "rowsync", "rowsync:grouped", "tilesync",
+                                       "tilesync:rowmajor", "fused", "cublas"};
   int iters = 30;
   std::string json = "mlp_bench.json", csv = "mlp_bench.csv";
   bool checkOnly = false;
+  bool graph = false;  // time every variant as a replayed CUDA graph
 };
 
 // Empty when `variant` (e.g. "rowsync:grouped@serial") names a variant, else why not.

@@ -62,16 +62,17 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
 void addMlp(CLI::App& app, MlpBenchOptions& o) {
   CLI::App* c = app.add_subcommand(
       "mlp",
-      "GPT-3 175B and LLaMA 65B MLP blocks (tensor parallel 8, bf16) through cusync, against cuBLASLt (GPT-3:\n"
-      "GEMM+GELU epilogue, GEMM; LLaMA: GEMM, SwiGLU kernel, GEMM). Prints per M each variant's median ms,\n"
-      "speedup over the cuBLAS pipeline and roofline efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) /\n"
-      "time, and what one traced run shows (GEMM1's tail, how much of it GEMM2 filled, GEMM2's wait per tile);\n"
-      "plot with tools/plot_mlp.py FILE.json. Needs a Hopper GPU.");
+      "GPT-3 175B and LLaMA 65B MLP blocks (tensor parallel 8, bf16) through cusync, against the best baseline:\n"
+      "cuBLASLt (GPT-3: GEMM+GELU epilogue, GEMM; LLaMA: GEMM, SwiGLU kernel, GEMM) or our own two GEMMs in\n"
+      "stream order without cusync (nosync), whichever is faster. Prints per M each variant's median ms, speedup\n"
+      "over that baseline and roofline efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) / time, and what\n"
+      "one traced run shows (GEMM1's tail, how much of it GEMM2 filled, GEMM2's wait per tile); then per M the\n"
+      "winning cusync variant. Plot with tools/plot_mlp.py FILE.json. Needs a Hopper GPU.");
   addList(c, "--model", o.models, "gpt3, llama or both, comma separated", oneOf({"gpt3", "llama", "both"}, "model"));
   addList(c, "--tokens", o.tokens, "M values, comma separated (each 1 to 1048576)", wholeNumber(1, kMaxM));
   addList(c, "--variant", o.variants,
-          "nosync, pdl, rowsync, tilesync, cublas, comma separated, or all; a suffix :rowmajor or\n"
-          ":grouped picks the tile order, @serial launches a synced variant without PDL",
+          "nosync, pdl, rowsync, tilesync, fused, cublas, comma separated, or all; a suffix :rowmajor or\n"
+          ":grouped picks a synced variant's tile order, @serial launches it without PDL",
           CLI::Validator([](std::string& v) { return v == "all" ? std::string() : mlpVariantError(v); }, ""));
   c->add_option("--iters", o.iters, "timed runs per median (1 to 100000)")
       ->transform(wholeNumber(1, 100000))
@@ -80,6 +81,9 @@ void addMlp(CLI::App& app, MlpBenchOptions& o) {
   c->add_option("--json", o.json, "results as JSON")->check(writableFile())->type_name("FILE")->capture_default_str();
   c->add_option("--csv", o.csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
   c->add_flag("--check", o.checkOnly, "check every variant against cuBLAS only, no timing");
+  c->add_flag("--graph", o.graph,
+              "time every variant as a replayed CUDA graph of one run (as inference servers run them) instead of\n"
+              "back-to-back launches");
   c->footer(kExitStatus);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cusync/error.h"
+#include "cusync/fused.h"
 #include "cusync/geometry.h"
 #include "cusync/launch_mode.h"
 #include "cusync/optimizations.h"

@@ -74,6 +74,8 @@ class Pipeline {
   template <class StageT, class... KParams, class... Args>
   void launch(const StageT& stage, void (*kernel)(typename StageT::View, KParams...), const LaunchShape& shape,
               Args&&... args) {
+    if (mode_ == LaunchMode::Streams && stage.isConsumer() && (stage.opts() & AvoidWaitKernel))
+      requireOneWave(stage.name(), reinterpret_cast<const void*>(kernel), shape);
     launchWith(stage, shape, [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view) {
       return cudaLaunchKernelEx(&cfg, kernel, view, std::forward<Args>(args)...);
     });
@@ -143,6 +145,23 @@ class Pipeline {
   }
 
  private:
+  // AvoidWaitKernel drops the wait kernel on the promise that every block of
+  // the consumer is resident at once: check it, rather than risk a hang.
+  static void requireOneWave(const std::string& stage, const void* kernel, const LaunchShape& shape) {
+    int dev = 0, sms = 0, perSm = 0;
+    cudaCheck(cudaGetDevice(&dev), "cudaGetDevice", stage);
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute", stage);
+    const int threads = static_cast<int>(shape.block.x * shape.block.y * shape.block.z);
+    cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, shape.sharedBytes),
+              "cudaOccupancyMaxActiveBlocksPerMultiprocessor", stage);
+    const uint64_t blocks = uint64_t(shape.grid.x) * shape.grid.y * shape.grid.z;
+    if (blocks > uint64_t(perSm) * uint64_t(sms))
+      throw Error(ErrorCode::LaunchModeUnsupported, stage,
+                  "AvoidWaitKernel needs every block resident at once, but " + std::to_string(blocks) +
+                      " blocks exceed the " + std::to_string(perSm * sms) + " this GPU holds (" + std::to_string(perSm) +
+                      " per SM); drop the flag or launch fewer blocks");
+  }
+
   struct Side {
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;

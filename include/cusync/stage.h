@@ -161,6 +161,8 @@ class Stage {
   uint32_t* semaphores() const { return sems_; }
   uint32_t semaphoreCount() const { return semCount_; }
   uint32_t* startedFlag() const { return started_; }
+  // The semaphores input i waits on (its producer's).
+  const uint32_t* inputSemaphores(uint32_t i) const { return i < numInputs_ ? links_[i].sems : nullptr; }
   // The 64-bit ticket counter (tiles taken since the last reset); for tools and tests.
   unsigned long long* ticketCounter() const { return tickets_; }
   // Sum of post values each semaphore receives per run (host copy).

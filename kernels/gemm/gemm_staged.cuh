@@ -30,6 +30,7 @@
 
 #include <string>
 
+#include "cusync/fused.h"
 #include "cusync/launch.h"
 #include "cusync/stage.h"
 #include "kernels/gemm/gemm.h"
@@ -56,6 +57,21 @@ void launchStaged(Families<Fs...>, const GemmArgs& a, const View& v, uint32_t bl
   if (!built)
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, v.name,
                         "this program does not build the staged GEMM for the operands' element type and B layout");
+}
+
+template <class Epis0, class Epis1, class V0, class V1, Family... Fs>
+void launchFused(Families<Fs...>, const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
+                 const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base,
+                 const std::string& name) {
+  const Family want = familyOf(a0);
+  const bool built =
+      ((want == Fs ? (launchFusedFamily<FamilyType<Fs>, kFamilyTransB<Fs>, Epis0, Epis1>(a0, v0, a1, v1, f, blocks, base),
+                      true)
+                   : false) ||
+       ...);
+  if (!built)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, name,
+                        "this program does not build the fused GEMM for the operands' element type and B layout");
 }
 }  // namespace detail
 
@@ -92,6 +108,43 @@ void gemm(const GemmArgs& args, const StageT& stage, cudaStream_t stream) {
   cusync::Pipeline pipe(cusync::LaunchMode::Serial, stream);
   gemm<Fams, Epis>(args, stage, pipe);
   pipe.finish();
+}
+
+// Two GEMM stages as one fused kernel (cusync/fused.h): one persistent grid
+// takes stage0's units, then stage1's, from `schedule`'s counter, so stage1's
+// tiles start in stage0's last wave and its weights stream while it waits.
+// Both run resolveFusedConfig(args0, args1, SMs); build the schedule with
+// workUnits(argsI, that config, SMs) units per stage, in this order.
+template <class Fams = AllFamilies, class Epis0 = AllEpilogues, class Epis1 = AllEpilogues, class St0, class St1>
+void gemmFused(const GemmArgs& args0, const St0& stage0, const GemmArgs& args1, const St1& stage1,
+               const cusync::FusedSchedule<>& schedule, cudaStream_t stream) {
+  checkArgs(args0);
+  checkArgs(args1);
+  const detail::DeviceInfo& d = detail::requireHopper();
+  GemmArgs a0 = args0, a1 = args1;
+  a0.config = a1.config = resolveFusedConfig(args0, args1, d.sms);
+  if (detail::familyOf(a0) != detail::familyOf(a1))
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, schedule.name(),
+                        "a fused pipeline's stages need one element type and B layout");
+  auto checkStage = [&](const GemmArgs& a, const auto& st, uint32_t index) {
+    if (st.shape().grid != stageGrid(a, a.config) || st.shape().tile != stageTile(a, a.config))
+      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
+                          std::string("stage grid/tile do not match GEMM configuration ") + toString(a.config));
+    if (schedule.units(index) != workUnits(a, a.config, d.sms))
+      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
+                          "the fused schedule counts " + std::to_string(schedule.units(index)) + " units where " +
+                              toString(a.config) + " makes " + std::to_string(workUnits(a, a.config, d.sms)));
+  };
+  checkStage(a0, stage0, 0);
+  checkStage(a1, stage1, 1);
+  const uint32_t units = schedule.units(0) + schedule.units(1);
+  const uint32_t blocks = std::min<uint32_t>(units, static_cast<uint32_t>(d.sms));
+  cudaLaunchConfig_t base = {};
+  base.stream = stream;
+  const cusync::FusedScheduleView f = schedule.view(blocks);
+  const auto v0 = stage0.view();
+  const auto v1 = stage1.view();
+  detail::launchFused<Epis0, Epis1>(Fams{}, a0, v0, a1, v1, f, blocks, base, schedule.name());
 }
 
 }  // namespace cusync_gemm

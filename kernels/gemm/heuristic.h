@@ -21,6 +21,17 @@ enum class LaunchContext { Standalone, Stage };
 // Every launch goes through this, synchronized or not.
 TileConfig resolveConfig(const GemmArgs& a, int numSMs, LaunchContext where);
 
+// The one configuration both stages of a fused pipeline run (cusync/fused.h:
+// one persistent grid for a0's and a1's tiles, which share one tile shape):
+// of the configurations each stage would pick for itself, in their
+// fused-capable form (whole tiles or 64-row split tiles), the one with the
+// least estimated cost over both. a0.config / a1.config, where set, must agree.
+TileConfig resolveFusedConfig(const GemmArgs& a0, const GemmArgs& a1, int numSMs);
+
+// Work units of a launch of configuration c: tiles, or tile parts where c
+// splits K (a fused pipeline counts each stage's units).
+uint32_t workUnits(const GemmArgs& a, TileConfig c, int numSMs);
+
 // The heuristic's estimate of a launch of configuration c (resolved), in
 // units of one 128x256x64 k-block step of one SM; what resolveConfig minimizes.
 double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c);

@@ -58,9 +58,9 @@ Model parseModel(const std::string& s) {
   bad("unknown model '" + s + "' (gpt3 or llama)");
 }
 Variant parseVariant(const std::string& s) {
-  for (Variant v : {Variant::NoSync, Variant::Pdl, Variant::RowSync, Variant::TileSync, Variant::Cublas})
+  for (Variant v : {Variant::NoSync, Variant::Pdl, Variant::RowSync, Variant::TileSync, Variant::Fused, Variant::Cublas})
     if (s == toString(v)) return v;
-  bad("unknown variant '" + s + "' (nosync, pdl, rowsync, tilesync or cublas)");
+  bad("unknown variant '" + s + "' (nosync, pdl, rowsync, tilesync, fused or cublas)");
 }
 
 struct Mlp::Impl {
@@ -100,9 +100,10 @@ struct Mlp::Impl {
     auto it = pairs.find(key);
     if (it != pairs.end()) return it->second.get();
     if (!create) return nullptr;
-    const PairPlan plan = planPair(model, M, v, o, sms);
+    const PairPlan plan = v == Variant::Fused ? planFused(model, M, sms) : planPair(model, M, v, o, sms);
     std::unique_ptr<detail::SyncedPair> p;
-    if (v == Variant::Pdl) p = detail::makeSyncedPair<WholeSync>(plan);
+    if (v == Variant::Fused) p = detail::makeFusedPair(plan);
+    else if (v == Variant::Pdl) p = detail::makeSyncedPair<WholeSync>(plan);
     else if (v == Variant::RowSync) p = detail::makeSyncedPair<cusync::policy::RowSync>(plan);
     else p = detail::makeSyncedPair<cusync::policy::TileSync>(plan);
     detail::SyncedPair* raw = p.get();
@@ -112,7 +113,7 @@ struct Mlp::Impl {
 
   void prepare(int64_t M, Variant v, Order o) {
     checkM(M);
-    if (v == Variant::Pdl || v == Variant::RowSync || v == Variant::TileSync) pair(M, v, o, true);
+    if (v == Variant::Pdl || v == Variant::RowSync || v == Variant::TileSync || v == Variant::Fused) pair(M, v, o, true);
     if (v == Variant::Cublas) {
       ltPlan(M, 1, true);
       ltPlan(M, 2, true);
@@ -221,7 +222,8 @@ void Mlp::cublasGemm2(int64_t M, const Buffers& b, cudaStream_t s) {
 
 std::string Mlp::configs(int64_t M, Variant v) const {
   if (v == Variant::Cublas) return "cublas";
-  const PairPlan p = planPair(impl_->model, M, Variant::TileSync, Order::Auto, impl_->sms);
+  const PairPlan p = v == Variant::Fused ? planFused(impl_->model, M, impl_->sms)
+                                         : planPair(impl_->model, M, Variant::TileSync, Order::Auto, impl_->sms);
   cusync_gemm::GemmArgs a1 = p.g1.args, a2 = p.g2.args;
   if (v == Variant::NoSync) {
     a1.config = a2.config = cusync_gemm::TileConfig::Auto;

@@ -21,6 +21,10 @@
 //             GEMM1 row of tiles it reads
 //   TileSync  cusync TileSync (NoAtomicAdd), PDL launch mode: a GEMM2 k-block
 //             waits only for the GEMM1 tile it reads
+//   Fused     one persistent kernel runs both GEMMs (cusync/fused.h): its
+//             blocks take GEMM1's tiles, then GEMM2's, from one counter, a
+//             GEMM2 tile waiting for its GEMM1 row band (RowSync) and
+//             streaming its weights into L2 while it waits
 //   Cublas    what PyTorch does: cuBLASLt GEMM with GELU epilogue, then GEMM
 //             (GPT-3); cuBLASLt GEMM, a SwiGLU kernel, cuBLASLt GEMM (LLaMA)
 // StridedTileSync does not apply: GEMM1's epilogue fuses SwiGLU, so each
@@ -42,7 +46,7 @@ struct TileTrace;
 namespace cusync_mlp {
 
 enum class Model { GPT3, LLaMA };
-enum class Variant { NoSync, Pdl, RowSync, TileSync, Cublas };
+enum class Variant { NoSync, Pdl, RowSync, TileSync, Fused, Cublas };
 // Tile order of the two GEMM stages of the synced variants. Auto: row-major
 // for RowSync, the GEMM's grouped order (bands of 8 row tiles) otherwise.
 enum class Order { Auto, RowMajor, Grouped };
@@ -63,6 +67,7 @@ inline const char* toString(Variant v) {
     case Variant::Pdl: return "pdl";
     case Variant::RowSync: return "rowsync";
     case Variant::TileSync: return "tilesync";
+    case Variant::Fused: return "fused";
     case Variant::Cublas: return "cublas";
   }
   return "?";
@@ -76,7 +81,7 @@ inline const char* toString(Order o) {
   return "?";
 }
 Model parseModel(const std::string& s);      // "gpt3" | "llama"
-Variant parseVariant(const std::string& s);  // "nosync" | "pdl" | "rowsync" | "tilesync" | "cublas"
+Variant parseVariant(const std::string& s);  // "nosync" | "pdl" | "rowsync" | "tilesync" | "fused" | "cublas"
 
 struct Buffers {
   const void* X = nullptr;   // [M, K1] bf16

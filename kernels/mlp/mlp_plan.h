@@ -5,6 +5,7 @@
 // emulator checks the very configuration the GPU runs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +25,7 @@ struct GemmPlan {
   cusync::Dim3 tile;           // stage tile {output columns, rows, BK}
   uint32_t blocks = 0;         // persistent blocks (cusync_gemm::persistentBlocks)
   uint32_t ticketBlocks = 0;   // of those, the blocks that take tickets (one per cluster pair)
+  uint32_t units = 0;          // work units (tiles, or tile parts where the configuration splits K)
   Order order = Order::Grouped;
   int opts = cusync::NoOptimization;
 };
@@ -64,6 +66,7 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
     g->tile = cusync_gemm::stageTile(g->args, g->args.config);
     g->blocks = cusync_gemm::persistentBlocks(g->args, g->args.config, sms);
     g->ticketBlocks = cusync_gemm::ticketBlocks(g->args, g->args.config, sms);
+    g->units = cusync_gemm::workUnits(g->args, g->args.config, sms);
     g->order = o;
   }
   // TileSync: one writer per semaphore, so the post is a plain store.
@@ -71,6 +74,24 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
   // ReorderTileLoads: GEMM2 loads B (weights) before waiting for A; waiting
   // first measured slower on the H100.
   p.g2.opts |= cusync::ReorderTileLoads;
+  return p;
+}
+
+// The fused variant: both GEMMs in one persistent kernel of one configuration
+// (resolveFusedConfig), RowSync between them, grouped orders; its grid runs
+// min(SMs, all units) blocks.
+inline PairPlan planFused(Model model, int64_t M, int sms) {
+  PairPlan p = planPair(model, M, Variant::RowSync, Order::Grouped, sms);
+  p.g1.args.config = p.g2.args.config = cusync_gemm::TileConfig::Auto;
+  const cusync_gemm::TileConfig c = cusync_gemm::resolveFusedConfig(p.g1.args, p.g2.args, sms);
+  for (GemmPlan* g : {&p.g1, &p.g2}) {
+    g->args.config = c;
+    g->grid = cusync_gemm::stageGrid(g->args, c);
+    g->tile = cusync_gemm::stageTile(g->args, c);
+    g->units = cusync_gemm::workUnits(g->args, c, sms);
+  }
+  const uint32_t blocks = std::min<uint32_t>(p.g1.units + p.g2.units, static_cast<uint32_t>(sms));
+  p.g1.blocks = p.g2.blocks = p.g1.ticketBlocks = p.g2.ticketBlocks = blocks;
   return p;
 }
 

@@ -29,5 +29,7 @@ template <>
 std::unique_ptr<SyncedPair> makeSyncedPair<cusync::policy::RowSync>(const PairPlan& p);
 template <>
 std::unique_ptr<SyncedPair> makeSyncedPair<cusync::policy::TileSync>(const PairPlan& p);
+// The fused variant (planFused): one kernel for both GEMMs; `mode` is ignored.
+std::unique_ptr<SyncedPair> makeFusedPair(const PairPlan& p);
 
 }  // namespace cusync_mlp::detail

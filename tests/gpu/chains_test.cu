@@ -182,6 +182,30 @@ TEST(GpuChain, AvoidWaitKernelWhenEverythingFitsInOneWave) {
   }
 }
 
+// AvoidWaitKernel promises that the consumer fits in one wave; a grid that
+// does not is refused before anything is launched, instead of risking a hang.
+TEST(GpuLaunch, AvoidWaitKernelNeedsOneWave) {
+  REQUIRE_GPU();
+  int dev = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const Dim3 tile(kTile, kTile, kTile);
+  // 2 blocks of 1024 threads per SM at most: 64 per SM is far beyond it.
+  const uint32_t cols = static_cast<uint32_t>(sms) * 64;
+  Stage<policy::NoSync, policy::RowSync> s1("gemm1", Dim3(cols, 1), tile);
+  Stage<policy::RowSync, policy::NoSync> s2("gemm2", Dim3(cols, 1), tile, {}, {}, AvoidWaitKernel);
+  pair(s1, s2);
+  Pipeline pipe(LaunchMode::Streams);
+  try {
+    pipe.launch(s2, tiledGemm<decltype(s2)::View>, LaunchShape{dim3(s2.numTiles()), dim3(kTile, kTile)}, nullptr,
+                nullptr, nullptr, 0, 0, 0, 0);
+    ADD_FAILURE() << "a consumer larger than one wave was launched without its wait kernel";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::LaunchModeUnsupported);
+    EXPECT_NE(std::string(e.what()).find("AvoidWaitKernel needs every block resident"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuLaunch, LaunchWithTakesAnyKernelSignature) {
   REQUIRE_GPU();
   // The pipeline places the stage; the caller launches with its config.

@@ -29,8 +29,9 @@ struct BatchedRowSync {
   }
   CUSYNC_HD SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
     SemSpan s;
+    if (r.col != r.walkStart || r.batch >= prod.grid.z) return s;  // only the walk's first step waits
     const TileRange rows = walk::rows(r, cons, prod);
-    if (r.col != r.walkStart || rows.empty() || r.batch >= prod.grid.z) return s;
+    if (rows.empty()) return s;
     s.first = r.batch * groups(prod) + rows.lo / rowsPerGroup;
     s.n[0] = rows.hi / rowsPerGroup - rows.lo / rowsPerGroup + 1;
     s.step[0] = 1;

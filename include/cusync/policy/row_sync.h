@@ -24,8 +24,10 @@ struct RowSync {
   CUSYNC_HD uint32_t waitValue(uint32_t, const StageShape& prod) const { return prod.grid.x; }
   CUSYNC_HD SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
     SemSpan s;
+    // Only the walk's first step waits: decided before any division.
+    if (r.col != r.walkStart || r.batch >= prod.grid.z) return s;
     const TileRange rows = walk::rows(r, cons, prod);
-    if (r.col != r.walkStart || rows.empty() || r.batch >= prod.grid.z) return s;
+    if (rows.empty()) return s;
     s.first = r.batch * prod.grid.y + rows.lo;
     s.n[0] = rows.size();
     s.step[0] = 1;

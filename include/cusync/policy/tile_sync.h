@@ -22,7 +22,10 @@ struct TileSync {
   CUSYNC_HD uint32_t postValue(const Dim3&, const StageShape&) const { return 1; }
   CUSYNC_HD uint32_t waitValue(uint32_t, const StageShape&) const { return 1; }
   CUSYNC_HD SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
-    return walk::tileBox(walk::newColumns(r, cons.tile.z, prod), walk::rows(r, cons, prod), r.batch, prod);
+    // Most steps read no new producer column: decided before the rows are.
+    const TileRange cols = walk::newColumns(r, cons.tile.z, prod);
+    if (cols.empty()) return SemSpan{};
+    return walk::tileBox(cols, walk::rows(r, cons, prod), r.batch, prod);
   }
   CUSYNC_HD bool isSync(const Read& r, const StageShape& cons, const StageShape& prod) const {
     return !waitSpan(r, cons, prod).empty();

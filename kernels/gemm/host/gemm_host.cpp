@@ -120,6 +120,7 @@ const DeviceInfo& currentDevice() {
   d.major = prop.major;
   d.minor = prop.minor;
   d.smemOptin = prop.sharedMemPerBlockOptin;
+  d.l2Bytes = static_cast<size_t>(prop.l2CacheSize);
   cache.push_back(d);
   return cache.back();
 }

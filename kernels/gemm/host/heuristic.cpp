@@ -231,6 +231,47 @@ TileConfig resolveConfig(const GemmArgs& a, int numSMs, LaunchContext where) {
                                        : chooseStandaloneConfig(a, numSMs);
 }
 
+namespace {
+// The whole-tile row of c's tile width (c itself where it already runs whole
+// tiles or 64-row split tiles): what a fused kernel runs in c's place.
+TileConfig fusedForm(TileConfig c) {
+  const TileConfigRow& r = rowOf(c);
+  if (r.schedule == Schedule::WholeTiles || r.schedule == Schedule::SplitK) return c;
+  for (const TileConfigRow& w : kTileConfigs)
+    if (w.schedule == Schedule::WholeTiles && w.bm == 128 && w.bn == r.bn) return w.config;
+  return TileConfig::T128x256;
+}
+}  // namespace
+
+TileConfig resolveFusedConfig(const GemmArgs& a0, const GemmArgs& a1, int numSMs) {
+  if (a0.config != TileConfig::Auto || a1.config != TileConfig::Auto) {
+    const TileConfig c = a0.config != TileConfig::Auto ? a0.config : a1.config;
+    if ((a0.config != TileConfig::Auto && a0.config != c) || (a1.config != TileConfig::Auto && a1.config != c))
+      bad("a fused pipeline's stages run one configuration; got " + std::string(toString(a0.config)) + " and " +
+          toString(a1.config));
+    if (fusedForm(c) != c)
+      bad(std::string("tile configuration ") + toString(c) +
+          " cannot run fused: fused stages run whole tiles or 64-row split tiles");
+    return c;
+  }
+  const TileConfig cands[] = {fusedForm(resolveConfig(a0, numSMs, LaunchContext::Stage)),
+                              fusedForm(resolveConfig(a1, numSMs, LaunchContext::Stage))};
+  TileConfig best = TileConfig::Auto;
+  double bestCost = 0;
+  for (TileConfig c : cands) {
+    if ((a0.epilogue == Epilogue::SwiGLU || a1.epilogue == Epilogue::SwiGLU) && !supportsSwiGLU(c)) continue;
+    const double cost = estimatedCost(a0.M, a0.N, a0.K, numSMs, c) + estimatedCost(a1.M, a1.N, a1.K, numSMs, c);
+    if (best == TileConfig::Auto || cost < bestCost) best = c, bestCost = cost;
+  }
+  return best == TileConfig::Auto ? TileConfig::T128x256 : best;
+}
+
+uint32_t workUnits(const GemmArgs& a, TileConfig c, int numSMs) {
+  const uint32_t tiles = stageGrid(a, c).count();
+  const uint32_t whole = unsplitTiles(a, c, numSMs);
+  return whole + (tiles - whole) * splitCount(a, c, numSMs);
+}
+
 double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) {
   if (M < 1 || N < 1 || numSMs < 1) bad("estimatedCost: M, N and the SM count must be positive");
   const TileConfigRow& r = rowOf(c);

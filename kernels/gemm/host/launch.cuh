@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <type_traits>
@@ -80,46 +81,97 @@ ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks, 
   return sp;
 }
 
-// Launches one kernel: `base` carries the stream and launch attributes (a
-// pipeline's placement); grid, block and shared memory come from here.
-template <class Shape, class T, int TB, Epilogue E, class View>
-void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cudaLaunchConfig_t& base,
-                  const KernelFlags& flags) {
+// The L2 share that units waiting on their inputs may fill with prefetched
+// weights: the rest holds the producer's traffic and the activations.
+constexpr double kPrefetchL2Share = 0.6;
+
+// One stage's kernel parameters for a launch of `a` (config resolved) with
+// `blocks` blocks: tensor maps, workspaces, and for a stage that waits the
+// weights its units prefetch while waiting.
+template <class Shape, class T, int TB, class View>
+StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s,
+                                      bool evictFirstAllowed) {
   constexpr bool kPair = Shape::kSchedule == Schedule::ClusterPair;
-  static_assert(!kPair || TB == 1 || (Shape::BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
-  constexpr int smem = SharedStorage<Shape, TB>::kSmemRequest;
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
-  if (kPair && blocks % 2 != 0)
-    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a cluster-pair launch needs an even block count");
-  KernelParams<T, View> kp{};
-  kp.tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, Shape::BM);
+  StageParams<T, View> sp{};
+  sp.tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, Shape::BM);
   // A pair's blocks each load half of B's rows ([N, K]) or of its 64-column boxes ([K, N]).
   constexpr int kBRows = kPair ? Shape::BN / 2 : Shape::BN;
-  kp.tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
+  sp.tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
   // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
-  kp.tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
-  kp.C = static_cast<T*>(a.C);
-  kp.epi = EpilogueParams{a.bias, a.residual, a.M, a.N};
-  kp.K = a.K;
-  kp.trace = a.trace;
-  kp.flags = flags;
-  kp.flags.bEvictFirst = flags.bEvictFirst && weightsEvictFirst(a.M, a.K);
-  kp.view = view;
+  sp.tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
+  sp.C = static_cast<T*>(a.C);
+  sp.epi = EpilogueParams{a.bias, a.residual, a.M, a.N};
+  sp.K = a.K;
+  sp.trace = a.trace;
+  sp.view = view;
+  sp.bEvictFirst = evictFirstAllowed && weightsEvictFirst(a.M, a.K);
   if constexpr (Shape::kSchedule == Schedule::SplitK || Shape::kSchedule == Schedule::TailSplit)
-    kp.sched = splitParams<Shape>(a, view, blocks, base.stream);
-  if constexpr (Shape::kSchedule == Schedule::KCut) kp.sched = kCutParams<Shape>(a, view, blocks, base.stream);
-  auto* k = [] {
-    if constexpr (kPair) return gemmKernelPair<Shape, T, TB, E, View>;
-    else return gemmKernel<Shape, T, TB, E, View>;
-  }();
-  static std::atomic<uint64_t> prepared{0};
+    sp.sched = splitParams<Shape>(a, view, blocks, s);
+  if constexpr (Shape::kSchedule == Schedule::KCut) sp.sched = kCutParams<Shape>(a, view, blocks, s);
+  if constexpr (!cusync::policy::isNoSync<typename View::In>) {
+    const DeviceInfo& d = currentDevice();
+    const uint64_t units = std::max<uint64_t>(1, std::min<uint64_t>(view.numTiles, blocks));
+    const double perKBlock = static_cast<double>(Shape::BN) * kBK * sizeof(T);
+    const uint64_t kIters = static_cast<uint64_t>((a.K + kBK - 1) / kBK);
+    sp.prefetchKBlocks = static_cast<uint32_t>(
+        std::min<uint64_t>(kIters, static_cast<uint64_t>(kPrefetchL2Share * d.l2Bytes / (units * perKBlock))));
+  }
+  return sp;
+}
+
+template <class K>
+void launchPrepared(K* k, int smem, std::atomic<uint64_t>& prepared, uint32_t blocks, const cudaLaunchConfig_t& base,
+                    const void* params) {
   prepareKernel(k, smem, prepared);
   cudaLaunchConfig_t cfg = base;
   cfg.gridDim = dim3(blocks);
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
-  if (cudaError_t e = cudaLaunchKernelEx(&cfg, k, kp); e != cudaSuccess) throwCuda(e, "gemm kernel launch");
+  void* args[] = {const_cast<void*>(params)};
+  if (cudaError_t e = cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(k), args); e != cudaSuccess)
+    throwCuda(e, "gemm kernel launch");
   if (cudaError_t l = cudaGetLastError(); l != cudaSuccess) throwCuda(l, "gemm kernel launch");
+}
+
+// Launches one kernel: `base` carries the stream and launch attributes (a
+// pipeline's placement); grid, block and shared memory come from here.
+template <class Shape, class T, int TB, Epilogue E, class View>
+void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cudaLaunchConfig_t& base,
+                  const KernelFlags& flags) {
+  using KP = KernelParams<T, View>;
+  constexpr bool kPair = Shape::kSchedule == Schedule::ClusterPair;
+  static_assert(!kPair || TB == 1 || (Shape::BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
+  constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
+  if (kPair && blocks % 2 != 0)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a cluster-pair launch needs an even block count");
+  KP kp{};
+  kp.s0 = buildStageParams<Shape, T, TB>(a, view, blocks, base.stream, flags.bEvictFirst);
+  kp.flags = flags;
+  auto* k = [] {
+    if constexpr (kPair) return gemmKernelPair<Shape, T, TB, E, E, KP>;
+    else return gemmKernel<Shape, T, TB, E, E, KP>;
+  }();
+  static std::atomic<uint64_t> prepared{0};
+  launchPrepared(k, smem, prepared, blocks, base, &kp);
+}
+
+// Launches a fused kernel of two stages with one tile shape.
+template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class V0, class V1>
+void launchFusedKernel(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
+                       const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
+  using KP = KernelParams<T, V0, V1>;
+  static_assert(Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK,
+                "fused stages run whole tiles or 64-row split tiles");
+  constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
+  KP kp{};
+  kp.s0 = buildStageParams<Shape, T, TB>(a0, v0, blocks, base.stream, true);
+  kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, blocks, base.stream, true);
+  kp.fused = f;
+  kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
+  auto* k = gemmKernel<Shape, T, TB, E0, E1, KP>;
+  static std::atomic<uint64_t> prepared{0};
+  launchPrepared(k, smem, prepared, blocks, base, &kp);
 }
 
 // The epilogues a translation unit builds kernels for.
@@ -127,22 +179,28 @@ template <Epilogue... Es>
 struct Epilogues {};
 using AllEpilogues = Epilogues<Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual>;
 
-template <class Shape, class T, int TB, class View, Epilogue... Es>
-void dispatchEpilogue(Epilogues<Es...>, const GemmArgs& a, const View& v, uint32_t blocks,
-                      const cudaLaunchConfig_t& base, const KernelFlags& f) {
-  auto launch = [&](auto e) {
-    constexpr Epilogue E = decltype(e)::value;
+// Calls f(std::integral_constant<Epilogue, E>) for a.epilogue if it is one
+// of Es and Shape's tiles can run it.
+template <class Shape, Epilogue... Es, class F>
+void dispatchEpilogueFn(Epilogues<Es...>, const GemmArgs& a, F&& f) {
+  auto one = [&](auto e) {
     // Widths of odd 8-column blocks split gate/up pairs (checkArgs refuses them).
-    if constexpr (E == Epilogue::SwiGLU && Shape::BN % 16 != 0)
+    if constexpr (decltype(e)::value == Epilogue::SwiGLU && Shape::BN % 16 != 0)
       throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "SwiGLU needs a tile width that is a multiple of 16");
     else
-      launchKernel<Shape, T, TB, E>(a, v, blocks, base, f);
+      f(e);
   };
-  const bool built = ((a.epilogue == Es ? (launch(std::integral_constant<Epilogue, Es>{}), true) : false) || ...);
+  const bool built = ((a.epilogue == Es ? (one(std::integral_constant<Epilogue, Es>{}), true) : false) || ...);
   if (!built)
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                         std::string("this program does not build epilogue ") + toString(a.epilogue) +
                             " for this launch");
+}
+
+template <class Shape, class T, int TB, class View, class Epis>
+void dispatchEpilogue(Epis epis, const GemmArgs& a, const View& v, uint32_t blocks, const cudaLaunchConfig_t& base,
+                      const KernelFlags& f) {
+  dispatchEpilogueFn<Shape>(epis, a, [&](auto e) { launchKernel<Shape, T, TB, decltype(e)::value>(a, v, blocks, base, f); });
 }
 
 // Calls f(std::integral_constant<size_t, I>) for the table row I of configuration c.
@@ -169,6 +227,32 @@ void launchFamily(const GemmArgs& a, const View& v, uint32_t blocks, const cudaL
                                   " runs only without a stage: its blocks take no tickets");
         } else {
           dispatchEpilogue<Shape, T, TB>(Epis{}, a, v, blocks, base, f);
+        }
+      },
+      std::make_index_sequence<kNumTileConfigs>{});
+}
+
+// The fused kernel of configuration a0.config (== a1.config) for epilogues
+// in Epis0 x Epis1.
+template <class T, int TB, class Epis0, class Epis1, class V0, class V1>
+void launchFusedFamily(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
+                       const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
+  forTableRow(
+      a0.config,
+      [&](auto row) {
+        using Shape = KernelShapeOf<decltype(row)::value>;
+        if constexpr (Shape::kSchedule != Schedule::WholeTiles && Shape::kSchedule != Schedule::SplitK) {
+          throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
+                              std::string("tile configuration ") + toString(a0.config) +
+                                  " cannot run fused: fused stages run whole tiles or 64-row split tiles");
+        } else {
+          auto second = [&](auto e0) {
+            dispatchEpilogueFn<Shape>(Epis1{}, a1, [&](auto e1) {
+              launchFusedKernel<Shape, T, TB, decltype(e0)::value, decltype(e1)::value>(a0, v0, a1, v1, f, blocks,
+                                                                                         base);
+            });
+          };
+          dispatchEpilogueFn<Shape>(Epis0{}, a0, second);
         }
       },
       std::make_index_sequence<kNumTileConfigs>{});

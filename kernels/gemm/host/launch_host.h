@@ -23,6 +23,7 @@ struct DeviceInfo {
   int sms = 0;
   int major = 0, minor = 0;
   size_t smemOptin = 0;
+  size_t l2Bytes = 0;
 };
 
 // Properties of the current device (cached); throws cusync::Error(CudaError).

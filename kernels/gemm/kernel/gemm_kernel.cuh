@@ -1,21 +1,27 @@
 // The persistent warp-specialized Hopper GEMM kernel (sm_90a): the skeleton
 // that joins the parts.
 //
-//   Block = 3 warpgroups. Warpgroup 0 is the producer: one thread takes work
-//   units from the tile scheduler (schedule/), and for each k-block of a unit
-//   fills one slot of the shared-memory ring (kernel/mainloop.cuh): B, the
-//   cusync wait, then A (stages with ReorderTileLoads), or the wait, B, A.
-//   Warpgroups 1 and 2 are consumers: each owns 64 rows of a 128-row tile (or
-//   half the columns of a 64-row one), runs wgmma over the ring, lets the
-//   scheduler reduce split parts, then runs the fused epilogue
-//   (kernel/epilogue.cuh) and posts the tile through the stage's output policy.
+//   Block = 3 warpgroups. Warpgroup 0 is the producer: one thread (the
+//   loader) fills the shared-memory ring with TMA loads, k-block by k-block
+//   (kernel/mainloop.cuh): B, the cusync wait, then A (stages with
+//   ReorderTileLoads), or the wait, B, A. It takes the work units from the
+//   tile scheduler (schedule/) itself, or, where a stage waits on a producer,
+//   from a second thread that resolves the waits ahead of it
+//   (kernel/input_waits.cuh). Warpgroups 1 and 2 are consumers: each owns 64
+//   rows of a 128-row tile (or half the columns of a 64-row one), runs wgmma
+//   over the ring, lets the scheduler reduce split parts, then runs the fused
+//   epilogue (kernel/epilogue.cuh) and posts the tile through the stage's
+//   output policy.
 //
 // The cusync hooks: the scheduler takes tiles with cusync::tileElected /
-// ticketElected (the tile hook); the producer calls cusync::waitElected
-// before each load of A (the wait hook); consumer thread 128 calls
-// cusync::postElected once the tile's stores are complete (the post hook).
-// The unit a ring slot belongs to travels with the slot, and an invalid unit
-// tells the consumers to stop.
+// ticketElected (the tile hook); cusync::waitElected runs before each load of
+// A (the wait hook); consumer thread 128 calls cusync::postElected once the
+// tile's stores are complete (the post hook).
+//
+// A kernel runs one stage, or two as one persistent grid (a fused pipeline,
+// cusync/fused.h): every unit carries its stage, and the per-unit code runs
+// with that stage's parameters and epilogue. The unit a ring slot belongs to
+// travels with the slot, and an invalid unit tells the consumers to stop.
 #pragma once
 
 #include <cuda.h>
@@ -27,17 +33,20 @@
 #include "cusync/device.h"
 #include "kernels/gemm/kernel/arch.cuh"
 #include "kernels/gemm/kernel/epilogue.cuh"
+#include "kernels/gemm/kernel/input_waits.cuh"
 #include "kernels/gemm/kernel/mainloop.cuh"
 #include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/kernel/shared_storage.cuh"
 #include "kernels/gemm/kernel/sm90.cuh"
 #include "kernels/gemm/schedule/cluster_pair.cuh"
+#include "kernels/gemm/schedule/fused_units.cuh"
 #include "kernels/gemm/schedule/k_cut.cuh"
 #include "kernels/gemm/schedule/split_k.cuh"
 #include "kernels/gemm/schedule/whole_tiles.cuh"
 
 namespace cusync_gemm::detail {
 
+// The tile scheduler of a one-stage kernel, by schedule.
 template <Schedule S, class View>
 struct SchedulerFor {
   using type = WholeTiles<View>;
@@ -58,73 +67,127 @@ template <class View>
 struct SchedulerFor<Schedule::ClusterPair, View> {
   using type = ClusterPair<View>;
 };
+// A fused kernel's stages run whole tiles or 64-row split tiles.
+template <Schedule S>
+struct FusedStageSchedule {
+  template <class View>
+  using type = std::conditional_t<S == Schedule::SplitK, SplitTiles<View>, WholeTiles<View>>;
+};
 
-template <class Shape, class T, int TransB, Epilogue E, class View, class ALoader = TmaTileA>
-__device__ __forceinline__ void gemmBody(const KernelParams<T, View>& kp) {
+template <class Shape, class KP>
+__device__ __forceinline__ auto makeScheduler(const KP& kp) {
+  if constexpr (KP::kStages == 1) {
+    using S = typename SchedulerFor<Shape::kSchedule, StageViewOf<0, KP>>::type;
+    return S(kp.s0.view, kp.flags, kp.s0.sched, static_cast<int>((kp.s0.K + kBK - 1) / kBK));
+  } else {
+    static_assert(Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK,
+                  "a fused kernel's stages run whole tiles or 64-row split tiles");
+    return FusedUnits<KP, FusedStageSchedule<Shape::kSchedule>::template type>(kp);
+  }
+}
+
+template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP, class ALoader = TmaTileA>
+__device__ __forceinline__ void gemmBody(const KP& kp) {
 #if CUSYNC_GEMM_SM90A
   constexpr int BM = Shape::BM, BN = Shape::BN;
   constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
   static_assert(BM == 128 || Shape::kSchedule == Schedule::SplitK, "64-row tiles go with split K");
-  using Storage = SharedStorage<Shape, TransB>;
-  using Sched = typename SchedulerFor<Shape::kSchedule, View>::type;
+  constexpr bool kWaits = kernelWaits<KP>();
+  using Storage = SharedStorage<Shape, TransB, kWaits>;
   constexpr int S = Storage::kStages;
-  const unsigned long long tEntry = kp.trace != nullptr ? globalTimer() : 0;
+  const bool tracing = kp.s0.trace != nullptr;  // every stage traces, or none
+  const unsigned long long tEntry = tracing ? globalTimer() : 0;
   unsigned long long tTicket = 0;  // trace, thread 0: the first ticket is taken
   uint32_t lastTraced = ~0u;       // trace, consumer thread 128: the last tile this block finished
+  uint32_t lastTracedStage = 0;
   extern __shared__ __align__(1024) unsigned char smemRaw[];
   const Storage ss(reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023)));
   uint64_t* const full = ss.full();
   uint64_t* const empty = ss.empty();
   Unit* const units = ss.units();
+  WaitQueue queue(ss.waitQueue());
   const int wg = threadIdx.x / 128;
-  const int kIters = static_cast<int>((kp.K + kBK - 1) / kBK);
-  Sched sched(kp.view, kp.flags, kp.sched, kIters);
+  auto sched = makeScheduler<Shape>(kp);
   using Link = decltype(sched.link);
   Link& link = sched.link;
   link.bind(ss);
   const uint32_t rank = link.rank();
   constexpr int kRowsPerTile = Link::kSize * BM;  // stage tile rows
+  // The thread that takes tickets: the waiter where stages wait, else the loader.
+  constexpr unsigned kSchedulerThread = kWaits ? 32 : 0;
 
-  // Prologue. The producer's first unit is taken before the barriers are set
-  // up, so that its atomics overlap the set-up; a programmatic dependent
-  // launch (KernelFlags::waitPrior) waits for the previous grid first, since
-  // the tickets, like all global memory, may still be in use by it.
+  // Prologue. The first unit is taken before the barriers are set up, so that
+  // its atomics overlap the set-up; a programmatic dependent launch
+  // (KernelFlags::waitPrior) waits for the previous grid first, since the
+  // tickets, like all global memory, may still be in use by it.
   auto takeFirst = [&] {
-    if (kp.trace != nullptr) tTicket = globalTimer();
+    if (tracing && !kWaits) tTicket = globalTimer();
     sched.takeFirst();
   };
   if (threadIdx.x == 0) {
     // Fetch the tensor maps now rather than on the first loads.
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&kp.tmA) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&kp.tmB) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&kp.tmC) : "memory");
-    if (!kp.flags.waitPrior) takeFirst();
+    forEachStage(kp, [&](auto, const auto& sp) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&sp.tmA) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&sp.tmB) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(&sp.tmC) : "memory");
+    });
   }
+  if (threadIdx.x == kSchedulerThread && !kp.flags.waitPrior) takeFirst();
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       cuda::ptx::mbarrier_init(&full[s], 1);
       cuda::ptx::mbarrier_init(&empty[s], uint32_t{Link::kSlotReleases});
     }
     link.initBarriers();
+    if constexpr (kWaits) queue.init();
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   }
   if (kp.flags.waitPrior) {
     cusync::CudaBackend::waitForPriorGrids();
-    if (threadIdx.x == 0) takeFirst();
+    if (threadIdx.x == kSchedulerThread) takeFirst();
   }
   link.syncAfterInit();
 
   if (wg == 0) {
-    // The producer: one thread loads, the rest of the warpgroup idles.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if constexpr (kWaits) {
+      if (threadIdx.x == 32) {
+        // The waiter: units into the queue, their k-blocks ready once their waits pass.
+        uint32_t resolved = 0;
+        for (uint32_t i = 0;; ++i) {
+          const Unit u = sched.next();
+          queue.push(i, u);
+          if (!u.w.valid) break;
+          withStage(kp, u.stage, [&](auto, const auto& sp) {
+            using View = typename std::remove_reference_t<decltype(sp)>::View;
+            if constexpr (cusync::policy::isNoSync<typename View::In>) {
+              resolved += static_cast<uint32_t>(u.kb1 - u.kb0);  // a stage that waits on nothing
+              queue.publishReady(resolved);
+            } else {
+              const int32_t mTile = static_cast<int32_t>(u.w.tile.y * kRowsPerTile);
+              const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+              for (int kb = u.kb0; kb < u.kb1; ++kb) {
+                // The wait hook.
+                cusync::waitElected(sp.view, u.w, ALoader::read(kb * kBK, mTile, walkStart), 0,
+                                    cusync::Reader::AsyncProxy);
+                queue.publishReady(++resolved);
+              }
+            }
+          });
+          queue.awaitTicketPoint(i);
+          sched.beforeLoads(u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0, u);
+        }
+      }
+    }
     if (threadIdx.x == 0) {
+      // The loader.
       RingCursor<S> ring;
       constexpr uint32_t kTx = Storage::kStageBytes;
-      const bool reorderLoads = (kp.view.opts & cusync::ReorderTileLoads) != 0;
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
-      for (;;) {
-        const Unit u = sched.next();
+      uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
+      for (uint32_t i = 0;; ++i) {
+        const Unit u = kWaits ? queue.pop(i) : sched.next();
         const cusync::TileWork& work = u.w;
         mbarWait(&empty[ring.stage], ring.phase ^ 1);
         units[ring.stage] = u;
@@ -132,45 +195,62 @@ __device__ __forceinline__ void gemmBody(const KernelParams<T, View>& kp) {
           cuda::ptx::mbarrier_arrive(&full[ring.stage]);
           break;
         }
-        const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
-        const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
-        const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
-        const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
-        const unsigned long long tTook = kp.trace != nullptr ? globalTimer() : 0;
-        unsigned int waited = 0;
-        for (int kb = u.kb0; kb < u.kb1; ++kb) {
-          if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
-          sched.beforeLoads(kb, u);
-          unsigned char* sa = ss.slotA(ring.stage);
-          unsigned char* sb = ss.slotB(ring.stage);
-          const int32_t k0 = kb * kBK;
-          cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               &full[ring.stage], kTx);
-          // A pair's blocks both wait for the whole stage tile's rows.
-          const cusync::Read read = ALoader::read(k0, mTile, walkStart);
-          // The wait hook. With ReorderTileLoads B (the weights) is loaded
-          // first, so the wait overlaps B's load.
-          auto waitForA = [&] {
-            if (kp.trace != nullptr) {
-              const unsigned long long t0 = globalTimer();
-              cusync::waitElected(kp.view, work, read, 0, cusync::Reader::AsyncProxy);
-              waited += static_cast<unsigned int>(globalTimer() - t0);
+        withStage(kp, u.stage, [&](auto, const auto& sp) {
+          const bool reorderLoads = (sp.view.opts & cusync::ReorderTileLoads) != 0;
+          const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
+          const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
+          const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
+          [[maybe_unused]] const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+          const unsigned long long tTook = tracing ? globalTimer() : 0;
+          unsigned int waited = 0;
+          if constexpr (kWaits) {
+            // Inputs not ready yet: stream this unit's weights into L2 meanwhile.
+            if (sp.prefetchKBlocks > 0 && !queue.isReady(loaded + 1))
+              prefetchB<BN, TransB>(&sp.tmB, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
+          }
+          [[maybe_unused]] const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
+          for (int kb = u.kb0; kb < u.kb1; ++kb) {
+            if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
+            if constexpr (kWaits) {
+              if (kb == kbTicket) queue.reachTicketPoint();
             } else {
-              cusync::waitElected(kp.view, work, read, 0, cusync::Reader::AsyncProxy);
+              sched.beforeLoads(kb, u);
             }
-          };
-          if (!reorderLoads) waitForA();
-          loadB<BN, TransB, Link::kSize>(sb, &kp.tmB, k0, n0, &full[ring.stage], kp.flags.bEvictFirst,
-                                                         bPolicy, rank);
-          if (reorderLoads) waitForA();
-          ALoader::load(sa, &kp.tmA, k0, m0, &full[ring.stage]);
-          ring.advance();
-        }
-        if (kp.trace != nullptr && u.kb0 == 0 && rank == 0) {
-          kp.trace[work.index].start = tTook;
-          kp.trace[work.index].waitNs = waited;
-          kp.trace[work.index].setupNs = tTicket != 0 ? static_cast<unsigned int>(tTicket - tEntry) : 0u;
-        }
+            unsigned char* sa = ss.slotA(ring.stage);
+            unsigned char* sb = ss.slotB(ring.stage);
+            const int32_t k0 = kb * kBK;
+            cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                 cuda::ptx::space_shared, &full[ring.stage], kTx);
+            // The wait hook, or the waiter's count of it. With ReorderTileLoads
+            // B (the weights) is loaded first, so the wait overlaps B's load.
+            // A pair's blocks both wait for the whole stage tile's rows.
+            auto awaitA = [&] {
+              if constexpr (kWaits)
+                queue.awaitReady(++loaded);
+              else
+                cusync::waitElected(sp.view, work, ALoader::read(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
+            };
+            auto waitForA = [&] {
+              if (tracing) {
+                const unsigned long long t0 = globalTimer();
+                awaitA();
+                waited += static_cast<unsigned int>(globalTimer() - t0);
+              } else {
+                awaitA();
+              }
+            };
+            if (!reorderLoads) waitForA();
+            loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
+            if (reorderLoads) waitForA();
+            ALoader::load(sa, &sp.tmA, k0, m0, &full[ring.stage]);
+            ring.advance();
+          }
+          if (tracing && u.kb0 == 0 && rank == 0) {
+            sp.trace[work.index].start = tTook;
+            sp.trace[work.index].waitNs = waited;
+            sp.trace[work.index].setupNs = tTicket != 0 ? static_cast<unsigned int>(tTicket - tEntry) : 0u;
+          }
+        });
         tTicket = 0;  // the set-up belongs to the block's first unit only
       }
     }
@@ -189,67 +269,76 @@ __device__ __forceinline__ void gemmBody(const KernelParams<T, View>& kp) {
         ss.base, __shfl_sync(0xffffffffu, cw, 0));
     uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
     auto release = [&](int st) { link.releaseSlot(&empty[st]); };
+    // Each stage's k-blocks, computed once: recomputed per unit, the count was
+    // rematerialized inside the k loop.
+    int kItersOf[KP::kStages];
+    forEachStage(kp, [&](auto I, const auto& sp) { kItersOf[decltype(I)::value] = static_cast<int>((sp.K + kBK - 1) / kBK); });
     for (;;) {
       mbarWait(&full[mainloop.stage], mainloop.phase);
       const Unit u = units[mainloop.stage];
       const cusync::TileWork& work = u.w;
       if (!__any_sync(0xffffffffu, work.valid)) break;
-      const unsigned long long tMma = kp.trace != nullptr ? globalTimer() : 0;
-      // Whole tiles take the k range from the kernel's arguments, which the
-      // compiler knows to be warp-uniform: it then keeps the ring position
-      // and the descriptors in uniform registers (128x96 spends 14% less time
-      // in its MMAs at llama-qkv M = 512 than with the range from the slot
-      // record). Split and KCut units read theirs from the slot record.
-      const int kb0 = Sched::kCutsK ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
-      const int kb1 = Sched::kCutsK ? __shfl_sync(0xffffffffu, u.kb1, 0) : kIters;
-      const int lastStage = mainloop.run(acc, full, kb0, kb1, signaller, release);
-      UnitFinish fin = sched.finishOf(u);
-      if (kp.trace != nullptr && threadIdx.x == 128 && rank == 0 && fin.tracesTile) {
-        kp.trace[work.index].mmaStart = tMma;
-        kp.trace[work.index].mmaNs = static_cast<unsigned int>(globalTimer() - tMma);
-      }
-      if (signaller) release(lastStage);
-      if (!sched.template reduce<WN / 8>(acc, u, fin, cw)) continue;
-      // The epilogue works warp by warp (no warpgroup barrier inside), so the
-      // warps of a shared fixup store only the slabs their part owns.
-      if (fin.store)
-        epilogue<T, WN, E, Storage::kEpiBufs>(
-            acc, kp.C, kp.epi, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
-            static_cast<int64_t>(work.tile.x) * BN + cw * kColOff, ss.scratch(threadIdx.x / 32 - 4), &kp.tmC,
-            epiTurn);
-      sched.afterStore(fin, cw);
-      if constexpr (!cusync::policy::isNoSync<typename View::Out>) {
-        // The post hook: every TMA store of the tile has written C, then one thread posts.
-        epilogueStoresDone();
-        consumerBarrier();
-        if (threadIdx.x == 128) {
-          if (link.postsTile()) cusync::postElected(kp.view, work);
-          link.afterPost();
+      const unsigned long long tMma = tracing ? globalTimer() : 0;
+      withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
+        constexpr Epilogue E = decltype(stageIndex)::value == 0 ? E0 : E1;
+        // Whole tiles take the k range from the kernel's arguments, which the
+        // compiler knows to be warp-uniform: it then keeps the ring position
+        // and the descriptors in uniform registers (128x96 spends 14% less
+        // time in its MMAs at llama-qkv M = 512 than with the range from the
+        // slot record). Split and KCut units read theirs from the slot record.
+        const int kb0 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
+        const int kb1 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb1, 0) : kItersOf[decltype(stageIndex)::value];
+        const int lastStage = mainloop.run(acc, full, kb0, kb1, signaller, release);
+        UnitFinish fin = sched.finishOf(u);
+        if (tracing && threadIdx.x == 128 && rank == 0 && fin.tracesTile) {
+          sp.trace[work.index].mmaStart = tMma;
+          sp.trace[work.index].mmaNs = static_cast<unsigned int>(globalTimer() - tMma);
         }
-      }
-      if (kp.trace != nullptr && threadIdx.x == 128 && rank == 0 && fin.store) {
-        kp.trace[work.index].end = globalTimer();
-        kp.trace[work.index].sm = smId();
-        kp.trace[work.index].blockEntry = tEntry;
-        lastTraced = work.index;
-      }
+        if (signaller) release(lastStage);
+        if (!sched.template reduce<WN / 8>(acc, u, fin, cw)) return;
+        // The epilogue works warp by warp (no warpgroup barrier inside), so
+        // the warps of a shared fixup store only the slabs their part owns.
+        if (fin.store)
+          epilogue<T, WN, E, Storage::kEpiBufs>(
+              acc, sp.C, sp.epi, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
+              static_cast<int64_t>(work.tile.x) * BN + cw * kColOff, ss.scratch(threadIdx.x / 32 - 4), &sp.tmC,
+              epiTurn);
+        sched.afterStore(fin, cw);
+        if constexpr (!cusync::policy::isNoSync<typename std::remove_reference_t<decltype(sp)>::View::Out>) {
+          // The post hook: every TMA store of the tile has written C, then one thread posts.
+          epilogueStoresDone();
+          consumerBarrier();
+          if (threadIdx.x == 128) {
+            if (link.postsTile()) cusync::postElected(sp.view, work);
+            link.afterPost();
+          }
+        }
+        if (tracing && threadIdx.x == 128 && rank == 0 && fin.store) {
+          sp.trace[work.index].end = globalTimer();
+          sp.trace[work.index].sm = smId();
+          sp.trace[work.index].blockEntry = tEntry;
+          lastTraced = work.index;
+          lastTracedStage = u.stage;
+        }
+      });
     }
   }
   if (wg != 0) epilogueScratchFree();  // the copy engine is done reading this block's scratch
   link.syncBeforeExit();
-  if (wg != 0 && lastTraced != ~0u) kp.trace[lastTraced].blockExit = globalTimer();
+  if (wg != 0 && lastTraced != ~0u)
+    withStage(kp, lastTracedStage, [&](auto, const auto& sp) { sp.trace[lastTraced].blockExit = globalTimer(); });
 #endif
 }
 
-template <class Shape, class T, int TransB, Epilogue E, class View>
-__global__ void __launch_bounds__(kThreads, 1) gemmKernel(const __grid_constant__ KernelParams<T, View> kp) {
-  gemmBody<Shape, T, TransB, E, View>(kp);
+template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP>
+__global__ void __launch_bounds__(kThreads, 1) gemmKernel(const __grid_constant__ KP kp) {
+  gemmBody<Shape, T, TransB, E0, E1, KP>(kp);
 }
 
-template <class Shape, class T, int TransB, Epilogue E, class View>
+template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
-    gemmKernelPair(const __grid_constant__ KernelParams<T, View> kp) {
-  gemmBody<Shape, T, TransB, E, View>(kp);
+    gemmKernelPair(const __grid_constant__ KP kp) {
+  gemmBody<Shape, T, TransB, E0, E1, KP>(kp);
 }
 
 }  // namespace cusync_gemm::detail

@@ -70,6 +70,24 @@ __device__ __forceinline__ void loadB(unsigned char* sb, const CUtensorMap* tmB,
   }
 }
 
+// Prefetches B's k-blocks [kbFrom, min(kbTo, kbEnd)) of columns [n0, n0 + BN)
+// into L2 (no CCCL wrapper for the bulk tensor prefetch): a unit whose
+// inputs are not ready streams the weights it will need while it waits.
+template <int BN, int TransB>
+__device__ __forceinline__ void prefetchB(const CUtensorMap* tmB, int kbFrom, int kbTo, int kbEnd, int32_t n0) {
+#if CUSYNC_GEMM_SM90A
+  const int end = kbTo < kbEnd ? kbTo : kbEnd;
+  constexpr int kBoxes = TransB == 0 ? 1 : (BN + 63) / 64;
+  for (int kb = kbFrom; kb < end; ++kb)
+#pragma unroll
+    for (int c = 0; c < kBoxes; ++c) {
+      const int32_t c0 = TransB == 0 ? kb * kBK : n0 + 64 * c, c1 = TransB == 0 ? n0 : kb * kBK;
+      asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(tmB), "r"(c0), "r"(c1)
+                   : "memory");
+    }
+#endif
+}
+
 // The producer's position in the ring.
 template <int S>
 struct RingCursor {

@@ -5,7 +5,11 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
+#include "cusync/fused.h"
+#include "cusync/policy/no_sync.h"
 #include "kernels/gemm/gemm.h"
 
 namespace cusync_gemm::detail {
@@ -52,16 +56,77 @@ struct ScheduleParams {
   uint32_t kCutGroups = 0;                // KCut: groups of blocks (flags and partials per block)
 };
 
-template <class T, class View>
-struct KernelParams {
+// One GEMM stage of a kernel: its operands, epilogue inputs and stage view.
+template <class T, class View_>
+struct StageParams {
+  using View = View_;
   CUtensorMap tmA, tmB, tmC;
   T* C;
   EpilogueParams epi;
   int64_t K;
   TileTrace* trace;
-  KernelFlags flags;
   View view;
   ScheduleParams sched;
+  // B k-blocks past the ring that a unit prefetches into L2 when its input
+  // is not ready yet, so that the weights stream while it waits (0: none).
+  uint32_t prefetchKBlocks;
+  // B's loads carry an L2 evict-first policy (KernelFlags::bEvictFirst allows it).
+  bool bEvictFirst;
 };
+
+// A kernel's parameters: one stage, or two run by one persistent grid (the
+// fused launch, cusync/fused.h), whose blocks take units of both stages from
+// one counter in pipeline order.
+template <class T, class V0, class V1 = void>
+struct KernelParams {
+  static constexpr int kStages = 2;
+  StageParams<T, V0> s0;
+  StageParams<T, V1> s1;
+  KernelFlags flags;
+  cusync::FusedScheduleView fused;
+};
+template <class T, class V0>
+struct KernelParams<T, V0, void> {
+  static constexpr int kStages = 1;
+  StageParams<T, V0> s0;
+  KernelFlags flags;
+};
+
+template <int I, class KP>
+__host__ __device__ __forceinline__ auto& stageParams(KP& kp) {
+  if constexpr (I == 0) return kp.s0;
+  else return kp.s1;
+}
+
+template <int I, class KP>
+using StageViewOf =
+    typename std::remove_cv_t<std::remove_reference_t<decltype(stageParams<I>(std::declval<KP&>()))>>::View;
+
+// Whether any stage of a kernel waits on a producer.
+template <class KP>
+constexpr bool kernelWaits() {
+  bool w = !cusync::policy::isNoSync<typename StageViewOf<0, KP>::In>;
+  if constexpr (KP::kStages == 2) w = w || !cusync::policy::isNoSync<typename StageViewOf<1, KP>::In>;
+  return w;
+}
+
+// Calls f(std::integral_constant<int, I>, stageParams<I>(kp)) for stage s of kp.
+template <class KP, class F>
+__device__ __forceinline__ void withStage(const KP& kp, uint32_t s, F&& f) {
+  if constexpr (KP::kStages == 1) {
+    (void)s;
+    f(std::integral_constant<int, 0>{}, kp.s0);
+  } else {
+    if (s == 0) f(std::integral_constant<int, 0>{}, kp.s0);
+    else f(std::integral_constant<int, 1>{}, kp.s1);
+  }
+}
+
+// Calls f(std::integral_constant<int, I>, stageParams<I>(kp)) for every stage.
+template <class KP, class F>
+__device__ __forceinline__ void forEachStage(const KP& kp, F&& f) {
+  f(std::integral_constant<int, 0>{}, kp.s0);
+  if constexpr (KP::kStages == 2) f(std::integral_constant<int, 1>{}, kp.s1);
+}
 
 }  // namespace cusync_gemm::detail

@@ -7,6 +7,7 @@
 
 #include "cusync/stage_view.h"
 #include "kernels/gemm/kernel/epilogue.cuh"
+#include "kernels/gemm/kernel/input_waits.cuh"
 #include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/schedule/unit.cuh"
 #include "kernels/gemm/tile_config.h"
@@ -26,7 +27,9 @@ template <size_t I>
 using KernelShapeOf = KernelShape<kTileConfigs[I].bm, kTileConfigs[I].bn, kTileConfigs[I].schedule,
                                   kTileConfigs[I].ringSlots>;
 
-template <class Shape, int TransB>
+// WaitQueue: whether the kernel has a waiter thread (input_waits.cuh), whose
+// queue takes a few bytes beside the ring.
+template <class Shape, int TransB, bool WaitQueue_ = false>
 struct SharedStorage {
   static constexpr int BM = Shape::BM, BN = Shape::BN;
   static constexpr int kMaxSmem = 232448;  // an H100 block's opt-in dynamic shared memory (227 KiB)
@@ -45,10 +48,12 @@ struct SharedStorage {
   // the hand-over (mailbox full / empty) and of the post (peer stored / post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(Unit) + 15) / 16 * 16;
   static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 4 * 8;
+  static constexpr int kWaitOffset = (kPairOffset + kPairBytes + 15) / 16 * 16;
+  static constexpr int kWaitBytes = WaitQueue_ ? WaitQueue::kBytes : 0;
   // The epilogue scratch: two buffers per consumer warp where they fit beside
   // the ring, else one. Aligned to 1024 bytes for the 128-byte swizzle of the
   // TMA stores that read it.
-  static constexpr int kScratchOffset = (kPairOffset + kPairBytes + 1023) / 1024 * 1024;
+  static constexpr int kScratchOffset = (kWaitOffset + kWaitBytes + 1023) / 1024 * 1024;
   static constexpr int kEpiBufs = kScratchOffset + kConsumerWarps * 2 * kScratchPerWarp + 1024 <= kMaxSmem ? 2 : 1;
   static constexpr int kBytes = kScratchOffset + kConsumerWarps * kEpiBufs * kScratchPerWarp;
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
@@ -68,6 +73,7 @@ struct SharedStorage {
   __device__ __forceinline__ uint64_t* pairBarriers() const {
     return reinterpret_cast<uint64_t*>(base + kPairOffset + sizeof(cusync::TileWork));
   }
+  __device__ __forceinline__ unsigned char* waitQueue() const { return base + kWaitOffset; }
   // Consumer warp w's (0..7) epilogue buffers.
   __device__ __forceinline__ unsigned char* scratch(int warp) const {
     return base + kScratchOffset + warp * kEpiBufs * kScratchPerWarp;

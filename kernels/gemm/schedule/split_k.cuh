@@ -29,6 +29,7 @@
 #include "cusync/device.h"
 #include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/schedule/partials.cuh"
+#include "kernels/gemm/schedule/split_units.h"
 #include "kernels/gemm/schedule/unit.cuh"
 #include "kernels/gemm/schedule/whole_tiles.cuh"
 
@@ -40,8 +41,14 @@ class SplitTiles {
   static constexpr bool kCutsK = true;
   SoloLink link;
 
-  __device__ __forceinline__ SplitTiles(const View& view, const KernelFlags& f, const ScheduleParams& sp, int kIters)
-      : view_(view), sp_(sp), kIters_(kIters), staticFirst_(kNoSyncView<View> && f.staticFirst) {}
+  // stageTickets = false in a fused kernel, whose counter gives the run numbers.
+  __device__ __forceinline__ SplitTiles(const View& view, const KernelFlags& f, const ScheduleParams& sp, int kIters,
+                                        bool stageTickets = true)
+      : view_(view),
+        sp_(sp),
+        kIters_(kIters),
+        staticFirst_(kNoSyncView<View> && f.staticFirst),
+        ticketed_(stageTickets && !staticFirst_) {}
 
   // Producer thread: the block's first unit (with static first units, the
   // one at its own index), and its stage ticket for the run number.
@@ -49,12 +56,12 @@ class SplitTiles {
     if (staticFirst_) {
       cusync::CudaBackend::triggerDependents();
       start_.run = 1;
-      first_ = unitAt(blockIdx.x);
+      first_ = unitOf(blockIdx.x, 1);
     } else {
       const unsigned long long t = atomicAdd(sp_.counter, 1ull);  // both atomics in flight at once
       start_ = cusync::tileElected(view_);
       resetAfterLast(sp_.counter, t, sp_.unitsPerRun);
-      first_ = unitAt(t);
+      first_ = unitOf(t, start_.run);
     }
   }
 
@@ -66,7 +73,7 @@ class SplitTiles {
       // The taker of the run's last unit ticket resets the counter.
       const unsigned long long t = atomicAdd(sp_.counter, 1ull);
       resetAfterLast(sp_.counter, t, staticFirst_ ? sp_.units : sp_.unitsPerRun);
-      u = unitAt(staticFirst_ ? gridDim.x + t : t);
+      u = unitOf(staticFirst_ ? gridDim.x + t : t, start_.run);
     }
     haveFirst_ = false;
     return u;
@@ -85,7 +92,7 @@ class SplitTiles {
                     sp_.units <= gridDim.x;
     // The part whose consumer 0 stores (and traces the tile's end).
     f.tracesTile = u.split == (f.sharedFixup ? 0u : f.parts - 1);
-    f.takesTicket = !staticFirst_ && !f.sharedFixup;
+    f.takesTicket = ticketed_ && !f.sharedFixup;
     return f;
   }
 
@@ -110,7 +117,7 @@ class SplitTiles {
         writeSlabPartial<R4>(acc, slotOfPart(u.split), slabFlag);
         // The tile's one stage ticket (without static first units) is taken
         // by the last part; its thread 128 (slab 0) writes.
-        if (u.split + 1 == NS && threadIdx.x == 128 && !staticFirst_) (void)cusync::tileElected(view_);
+        if (u.split + 1 == NS && threadIdx.x == 128 && ticketed_) (void)cusync::tileElected(view_);
         f.store = false;
       } else {
         awaitSlab(slabFlag, NS - 1);
@@ -136,31 +143,28 @@ class SplitTiles {
     if (threadIdx.x == 128 && f.takesTicket) (void)cusync::tileElected(view_);
   }
 
- private:
-  // Unit [t] of the run: (tile position, part).
-  __device__ __forceinline__ Unit unitAt(unsigned long long t) const {
+  // Unit [t] of run `run`: (tile position, part).
+  __device__ __forceinline__ Unit unitOf(unsigned long long t, uint32_t run) const {
     Unit u;
-    u.w = start_;
+    u.w.run = run;
     u.w.valid = t < sp_.units;
     if (u.w.valid) {
-      const uint32_t dp = sp_.unsplitTiles;
-      const uint32_t S = t < dp ? 1u : sp_.splits;
-      const uint32_t R = sp_.units > dp ? (sp_.units - dp) / sp_.splits : 1u;  // split tiles
-      const uint32_t q = static_cast<uint32_t>(t) - (t < dp ? 0u : dp);
-      u.pos = t < dp ? q : dp + q % R;
-      u.split = t < dp ? 0u : q / R;
+      const SplitUnit s = splitUnitAt(static_cast<uint32_t>(t), sp_.unsplitTiles, sp_.splits, sp_.units);
+      u.pos = s.pos;
+      u.split = s.split;
       u.w.index = u.pos;
       u.w.tile = cusync::protocol::persistentTile(view_, u.pos);
-      u.kb0 = static_cast<int32_t>(u.split * static_cast<uint32_t>(kIters_) / S);
-      u.kb1 = static_cast<int32_t>((u.split + 1) * static_cast<uint32_t>(kIters_) / S);
+      splitKBlocks(s.split, s.parts, static_cast<uint32_t>(kIters_), u.kb0, u.kb1);
     }
     return u;
   }
 
+ private:
   const View& view_;
   const ScheduleParams& sp_;
   int kIters_;
   bool staticFirst_;
+  bool ticketed_;  // takes stage tickets (not in gemm()'s NoSync stages or a fused kernel)
   bool haveFirst_ = true;
   cusync::TileWork start_{};  // the run number, from one of the blocks' stage tickets
   Unit first_;

@@ -15,6 +15,7 @@ struct Unit {
   int32_t kb0 = 0, kb1 = 0;  // the k-blocks [kb0, kb1) of the tile this unit computes
   uint32_t split = 0;    // which part of a split tile
   uint32_t pos = 0;      // the tile's position in the stage order
+  uint32_t stage = 0;    // which stage of a fused kernel
 };
 
 // What a consumer warpgroup does with a unit once its MMAs are done.

@@ -31,11 +31,12 @@ template <class View>
 constexpr bool kNoSyncView = cusync::policy::isNoSync<typename View::In> && cusync::policy::isNoSync<typename View::Out>;
 
 // The tile at position `index` of the stage order, for tiles taken without
-// a ticket (run 1 of a NoSync stage, which counts no runs).
+// a stage ticket: run 1 of a NoSync stage (which counts no runs), or the run
+// a fused kernel's counter gives.
 template <class View>
-__device__ __forceinline__ cusync::TileWork staticTile(const View& view, uint32_t index) {
+__device__ __forceinline__ cusync::TileWork staticTile(const View& view, uint32_t index, uint32_t run = 1) {
   cusync::TileWork w;
-  w.run = 1;
+  w.run = run;
   w.index = index;
   w.valid = w.index < view.numTiles;
   if (w.valid) w.tile = cusync::protocol::persistentTile(view, w.index);
@@ -47,7 +48,8 @@ class WholeTiles {
  public:
   static constexpr bool kCutsK = false;  // every unit is a whole tile, k-blocks [0, kIters)
 
-  __device__ __forceinline__ WholeTiles(const View& view, const KernelFlags& f, const ScheduleParams&, int kIters)
+  __device__ __forceinline__ WholeTiles(const View& view, const KernelFlags& f, const ScheduleParams&, int kIters,
+                                        bool = true)
       : view_(view),
         kIters_(kIters),
         staticFirst_(kNoSyncView<View> && f.staticFirst),
@@ -91,6 +93,16 @@ class WholeTiles {
   __device__ __forceinline__ void beforeLoads(int kb, const Unit& u) {
     const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
     if (link.rank() == 0 && kb == kbTicket && !staticAll_) nextTicket_ = cusync::ticketElected(view_);
+  }
+
+  // Unit i of the stage in run `run` (a fused kernel's counter decodes it).
+  __device__ __forceinline__ Unit unitOf(uint32_t i, uint32_t run) const {
+    Unit u;
+    u.w = staticTile(view_, i, run);
+    u.kb0 = 0;
+    u.kb1 = kIters_;
+    u.pos = i;
+    return u;
   }
 
   // Consumer side: a whole tile is stored by the warpgroups that computed it.

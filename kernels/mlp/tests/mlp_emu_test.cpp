@@ -13,9 +13,13 @@
 #include "cusync/emu/device.h"
 #include "cusync/emu/emulator.h"
 #include "cusync/emu/emulator_impl.h"
+#include "cusync/emu/fused.h"
 #include "cusync/emu/pipeline.h"
 #include "cusync/memory.h"
+#include "kernels/gemm/schedule/split_units.h"
 #include "kernels/mlp/mlp_plan.h"
+
+#include <random>
 
 using namespace cusync;
 using namespace cusync_mlp;
@@ -89,6 +93,86 @@ TEST(MlpEmulator, Gpt3Pdl) { everyConfig(Model::GPT3, LaunchMode::Pdl); }
 TEST(MlpEmulator, LlamaPdl) { everyConfig(Model::LLaMA, LaunchMode::Pdl); }
 TEST(MlpEmulator, Gpt3Streams) { everyConfig(Model::GPT3, LaunchMode::Streams); }
 TEST(MlpEmulator, LlamaStreams) { everyConfig(Model::LLaMA, LaunchMode::Streams); }
+
+// The fused variant (planFused) on `sms` SM slots: one persistent grid takes
+// GEMM1's units, then GEMM2's, from the pipeline's counter, each unit decoded
+// as the kernel decodes it (split parts included); GEMM1's finishing parts
+// post, GEMM2's parts wait at every k-block of their range.
+void runFused(Model model, int64_t M, int sms, uint32_t runs = 2) {
+  const PairPlan plan = planFused(model, M, sms);
+  SCOPED_TRACE(std::string(toString(model)) + " M=" + std::to_string(M) + " fused on " + std::to_string(sms) +
+               " SMs, " + cusync_gemm::toString(plan.g1.args.config) + ", units " + std::to_string(plan.g1.units) +
+               " + " + std::to_string(plan.g2.units));
+  StagePair<policy::RowSync, HostMemory> st(plan);
+  FusedSchedule<HostMemory> sched("mlp-fused", {plan.g1.units, plan.g2.units}, st.prod, st.cons);
+  const auto v1 = st.prod.view();
+  const auto v2 = st.cons.view();
+  struct Split {
+    uint32_t unsplit, splits, units, kIters;
+  };
+  auto splitOf = [&](const GemmPlan& g) {
+    return Split{cusync_gemm::unsplitTiles(g.args, g.args.config, sms), cusync_gemm::splitCount(g.args, g.args.config, sms),
+                 g.units, static_cast<uint32_t>((g.args.K + 63) / 64)};
+  };
+  const Split s1 = splitOf(plan.g1), s2 = splitOf(plan.g2);
+  const uint32_t bk = plan.g2.tile.z, bm = plan.g2.tile.y;
+  emu::Emulator emu({static_cast<uint32_t>(sms), 1});
+  const uint32_t stream = emu.createStream();
+  for (uint32_t r = 0; r < runs; ++r)
+    emu::launchFused(emu, stream, sched, plan.g1.blocks, [&](const FusedUnit& u, emu::Block&) {
+      const Split& sp = u.stage == 0 ? s1 : s2;
+      const cusync_gemm::detail::SplitUnit part = cusync_gemm::detail::splitUnitAt(u.unit, sp.unsplit, sp.splits, sp.units);
+      FusedUnit tile = u;
+      tile.unit = part.pos;
+      if (u.stage == 0) {
+        if (part.split + 1 == part.parts) emu::post(v1, fusedTileWork(v1, tile));  // the finishing part posts
+        return;
+      }
+      const TileWork w = fusedTileWork(v2, tile);
+      int32_t kb0 = 0, kb1 = 0;
+      cusync_gemm::detail::splitKBlocks(part.split, part.parts, sp.kIters, kb0, kb1);
+      for (int32_t kb = kb0; kb < kb1; ++kb)
+        emu::wait(v2, w, Read{uint32_t(kb) * bk, w.tile.y * bm, 0, uint32_t(kb0) * bk});
+    });
+  const emu::Report rep = emu.run(120s);
+  ASSERT_TRUE(rep.ok) << rep.message;
+  EXPECT_EQ(rep.blocksRun, uint64_t(runs) * plan.g1.blocks);
+}
+
+const int64_t kFusedMs[] = {1, 64, 100, 256, 512, 1000, 2048, 4096};
+
+TEST(MlpEmulator, FusedAtH100AndSmallerGpus) {
+  for (Model model : {Model::GPT3, Model::LLaMA})
+    for (int sms : {132, 114, 78})
+      for (int64_t M : kFusedMs) {
+        runFused(model, M, sms);
+        if (HasFailure()) return;
+      }
+}
+
+TEST(MlpEmulator, FusedAtRandomSmCounts) {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 12; ++i) {
+    const Model model = i % 2 ? Model::LLaMA : Model::GPT3;
+    const int sms = 1 + static_cast<int>(rng() % 200);
+    runFused(model, kFusedMs[rng() % 8], sms);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(MlpPlan, FusedConfiguration) {
+  // Both stages run one configuration, fused-capable (whole tiles or 64-row
+  // split tiles), that holds LLaMA's gate/up pairs.
+  for (Model model : {Model::GPT3, Model::LLaMA})
+    for (int64_t M : kFusedMs) {
+      const PairPlan p = planFused(model, M, kSms);
+      EXPECT_EQ(p.g1.args.config, p.g2.args.config);
+      const cusync_gemm::Schedule s = cusync_gemm::scheduleOf(p.g1.args.config);
+      EXPECT_TRUE(s == cusync_gemm::Schedule::WholeTiles || s == cusync_gemm::Schedule::SplitK);
+      EXPECT_TRUE(cusync_gemm::supportsSwiGLU(p.g1.args.config));
+      EXPECT_EQ(p.g1.blocks, std::min<uint32_t>(kSms, p.g1.units + p.g2.units));
+    }
+}
 
 TEST(MlpPlan, Geometry) {
   // LLaMA: SwiGLU producer tiles cover BN / 2 output columns.

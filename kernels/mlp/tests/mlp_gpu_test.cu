@@ -109,7 +109,7 @@ struct Case {
 const Case kCases[] = {{Variant::NoSync, Order::Auto},   {Variant::Pdl, Order::Auto},
                        {Variant::RowSync, Order::Auto},  {Variant::RowSync, Order::Grouped},
                        {Variant::TileSync, Order::Auto}, {Variant::TileSync, Order::RowMajor},
-                       {Variant::Cublas, Order::Auto}};
+                       {Variant::Fused, Order::Auto},    {Variant::Cublas, Order::Auto}};
 
 void runModel(Model model) {
   REQUIRE_HOPPER();

@@ -1,0 +1,89 @@
+// Input waits off the loading thread. In a kernel whose stages wait on
+// producers, the producer warpgroup's second thread (the waiter, thread 32)
+// takes the work units from the tile scheduler, hands them to the loading
+// thread (thread 0) through a queue of two, and for every k-block of a unit
+// waits through the stage's input policy: acquire loads of the semaphores at
+// gpu scope, then the proxy fence that orders them before TMA loads. It then
+// counts the k-block ready in shared memory. The loader checks that one
+// counter before each load of A, so a satisfied wait costs it one
+// shared-memory load: measured in the loading thread, evaluating the policy
+// took ~0.3 us per k-block (RowSync) and a wait with its fence ~3 us (TileSync),
+// the fence waiting behind the TMA loads in flight.
+//
+// The fence may run in the waiter: a proxy fence orders memory operations
+// that precede it in causality order before async-proxy operations that
+// follow it, and the loader's TMA loads follow it through the ready
+// counter's release (waiter) and acquire (loader) at CTA scope.
+//
+// The waiter takes the next unit's ticket when the loader reaches the
+// current unit's ticket point (kTicketLead k-blocks before its end), as the
+// loader itself does without a waiter, and resolves the next unit's first
+// waits while the current unit's last loads run.
+#pragma once
+
+#include <cuda/atomic>
+#include <cuda/ptx>
+
+#include <cstdint>
+
+#include "kernels/gemm/kernel/sm90.cuh"
+#include "kernels/gemm/schedule/unit.cuh"
+
+namespace cusync_gemm::detail {
+
+class WaitQueue {
+ public:
+  // Shared memory the queue takes (SharedStorage reserves it).
+  static constexpr int kBytes = 2 * static_cast<int>(sizeof(Unit)) + 5 * 8 + 8;
+
+  __device__ __forceinline__ explicit WaitQueue(unsigned char* base)
+      : entries_(reinterpret_cast<Unit*>(base)),
+        bars_(reinterpret_cast<uint64_t*>(base + 2 * sizeof(Unit))),
+        ready_(reinterpret_cast<uint32_t*>(base + 2 * sizeof(Unit) + 5 * 8)) {}
+
+  // One thread, beside the ring's barriers.
+  __device__ __forceinline__ void init() {
+    for (int i = 0; i < 5; ++i) cuda::ptx::mbarrier_init(&bars_[i], 1);
+    *ready_ = 0;
+  }
+
+  // Waiter: unit i into the queue (at most two ahead of the loader).
+  __device__ __forceinline__ void push(uint32_t i, const Unit& u) {
+    mbarWait(empty(i & 1), ((i >> 1) & 1) ^ 1);
+    entries_[i & 1] = u;
+    cuda::ptx::mbarrier_arrive(full(i & 1));
+  }
+  // Loader: unit i from the queue.
+  __device__ __forceinline__ Unit pop(uint32_t i) {
+    mbarWait(full(i & 1), (i >> 1) & 1);
+    const Unit u = entries_[i & 1];
+    cuda::ptx::mbarrier_arrive(empty(i & 1));
+    return u;
+  }
+
+  // Loader: it reached unit i's ticket point; waiter: waits for that.
+  __device__ __forceinline__ void reachTicketPoint() { cuda::ptx::mbarrier_arrive(&bars_[4]); }
+  __device__ __forceinline__ void awaitTicketPoint(uint32_t i) { mbarWait(&bars_[4], i & 1); }
+
+  // Waiter: the first n k-blocks (counted over all units) may be loaded.
+  __device__ __forceinline__ void publishReady(uint32_t n) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(*ready_).store(n, cuda::memory_order_release);
+  }
+  // Loader: whether k-block n (counted from 1) may be loaded; and the wait for it.
+  __device__ __forceinline__ bool isReady(uint32_t n) const {
+    return cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(*ready_).load(cuda::memory_order_acquire) >= n;
+  }
+  __device__ __forceinline__ void awaitReady(uint32_t n) const {
+    while (!isReady(n)) {
+    }
+  }
+
+ private:
+  __device__ __forceinline__ uint64_t* full(uint32_t q) const { return &bars_[q]; }
+  __device__ __forceinline__ uint64_t* empty(uint32_t q) const { return &bars_[2 + q]; }
+  Unit* entries_;
+  uint64_t* bars_;  // full[2], empty[2], ticket point
+  uint32_t* ready_;
+};
+
+}  // namespace cusync_gemm::detail
