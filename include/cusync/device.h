@@ -57,6 +57,19 @@ __device__ __forceinline__ void waitElected(const V& v, const TileWork& w, const
   protocol::waitElected<CudaBackend>(v, w, r, input, reader);
 }
 
+// waitElected() in two halves, for a thread that resolves waits ahead of the
+// loads they gate: the semaphores a read waits on (arithmetic only; empty
+// for most steps of a walk), then the wait itself.
+template <class V>
+__device__ __forceinline__ SemSpan waitSpanOf(const V& v, const Read& r, uint32_t input = 0) {
+  return protocol::waitSpanOf(v, r, input);
+}
+template <class V>
+__device__ __forceinline__ void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uint32_t input = 0,
+                                          Reader reader = Reader::Generic) {
+  protocol::awaitSpan<CudaBackend>(v, w, span, input, reader);
+}
+
 template <class V>
 __device__ __forceinline__ void post(const V& v, const TileWork& w) {
   protocol::post<CudaBackend>(v, w);

@@ -103,15 +103,25 @@ CUSYNC_HD TileWork dispense(const V& v, TileWork* slot, uint32_t blockLinear) {
   return *slot;
 }
 
-// One thread waits for every semaphore of the read's span. No barrier: for
-// warp-specialized kernels whose elected thread then issues the loads.
-template <class B, class V>
-CUSYNC_HD void waitElected(const V& v, const TileWork& w, const Read& r, uint32_t input = 0,
-                           Reader reader = Reader::Generic) {
-  if constexpr (!policy::isNoSync<typename V::In>) {
+// The semaphores a read of input `input` waits on (empty: none). Pure
+// arithmetic, no memory access: a kernel may evaluate it ahead of the wait.
+template <class V>
+CUSYNC_HD SemSpan waitSpanOf(const V& v, const Read& r, uint32_t input = 0) {
+  if constexpr (policy::isNoSync<typename V::In>) {
+    return SemSpan{};
+  } else {
     const auto& link = v.in[input];
-    const SemSpan span = link.policy.waitSpan(r, v.shape, link.prod);
+    return link.policy.waitSpan(r, v.shape, link.prod);
+  }
+}
+
+// One thread waits for every semaphore of `span` (from waitSpanOf).
+template <class B, class V>
+CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uint32_t input = 0,
+                         Reader reader = Reader::Generic) {
+  if constexpr (!policy::isNoSync<typename V::In>) {
     if (span.empty()) return;
+    const auto& link = v.in[input];
     StallInfo info;
     info.stage = v.name;
     info.tile = w.tile;
@@ -122,6 +132,14 @@ CUSYNC_HD void waitElected(const V& v, const TileWork& w, const Read& r, uint32_
     }
     if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
   }
+}
+
+// One thread waits for every semaphore of the read's span. No barrier: for
+// warp-specialized kernels whose elected thread then issues the loads.
+template <class B, class V>
+CUSYNC_HD void waitElected(const V& v, const TileWork& w, const Read& r, uint32_t input = 0,
+                           Reader reader = Reader::Generic) {
+  protocol::awaitSpan<B>(v, w, protocol::waitSpanOf(v, r, input), input, reader);
 }
 
 // Block-wide wait: the leader spins, then a barrier releases the block.

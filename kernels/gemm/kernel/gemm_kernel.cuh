@@ -167,12 +167,18 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             } else {
               const int32_t mTile = static_cast<int32_t>(u.w.tile.y * kRowsPerTile);
               const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+              uint32_t published = resolved;
               for (int kb = u.kb0; kb < u.kb1; ++kb) {
-                // The wait hook.
-                cusync::waitElected(sp.view, u.w, ALoader::read(kb * kBK, mTile, walkStart), 0,
-                                    cusync::Reader::AsyncProxy);
-                queue.publishReady(++resolved);
+                // The wait hook, in its two halves: most k-blocks read no new
+                // producer tile and need no wait.
+                const cusync::SemSpan span = cusync::waitSpanOf(sp.view, ALoader::read(kb * kBK, mTile, walkStart));
+                if (!span.empty()) {
+                  if (published != resolved) queue.publishReady(published = resolved);
+                  cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
+                }
+                if (++resolved - published >= WaitQueue::kPublishEvery) queue.publishReady(published = resolved);
               }
+              queue.publishReady(resolved);
             }
           });
           queue.awaitTicketPoint(i);
@@ -186,6 +192,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       constexpr uint32_t kTx = Storage::kStageBytes;
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
+      uint32_t readyCached = 0;  // the waiter's count as the loader last read it
       for (uint32_t i = 0;; ++i) {
         const Unit u = kWaits ? queue.pop(i) : sched.next();
         const cusync::TileWork& work = u.w;
@@ -205,7 +212,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           unsigned int waited = 0;
           if constexpr (kWaits) {
             // Inputs not ready yet: stream this unit's weights into L2 meanwhile.
-            if (sp.prefetchKBlocks > 0 && !queue.isReady(loaded + 1))
+            if (sp.prefetchKBlocks > 0 && readyCached < loaded + 1 && (readyCached = queue.readyCount()) < loaded + 1)
               prefetchB<BN, TransB>(&sp.tmB, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
           [[maybe_unused]] const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
@@ -225,9 +232,9 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             // B (the weights) is loaded first, so the wait overlaps B's load.
             // A pair's blocks both wait for the whole stage tile's rows.
             auto awaitA = [&] {
-              if constexpr (kWaits)
-                queue.awaitReady(++loaded);
-              else
+              if constexpr (kWaits) {
+                if (readyCached < ++loaded) readyCached = queue.awaitReady(loaded);
+              } else
                 cusync::waitElected(sp.view, work, ALoader::read(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
             };
             auto waitForA = [&] {

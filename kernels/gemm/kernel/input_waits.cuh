@@ -66,16 +66,21 @@ class WaitQueue {
   __device__ __forceinline__ void awaitTicketPoint(uint32_t i) { mbarWait(&bars_[4], i & 1); }
 
   // Waiter: the first n k-blocks (counted over all units) may be loaded.
+  // It publishes before each wait that blocks, every kPublishEvery k-blocks
+  // and at each unit's end, not per k-block: the loader rereads the count
+  // only when its cached copy runs out.
+  static constexpr uint32_t kPublishEvery = 8;
   __device__ __forceinline__ void publishReady(uint32_t n) {
     cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(*ready_).store(n, cuda::memory_order_release);
   }
-  // Loader: whether k-block n (counted from 1) may be loaded; and the wait for it.
-  __device__ __forceinline__ bool isReady(uint32_t n) const {
-    return cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(*ready_).load(cuda::memory_order_acquire) >= n;
+  // Loader: the published count (acquire); and a wait until it reaches n.
+  __device__ __forceinline__ uint32_t readyCount() const {
+    return cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(*ready_).load(cuda::memory_order_acquire);
   }
-  __device__ __forceinline__ void awaitReady(uint32_t n) const {
-    while (!isReady(n)) {
-    }
+  __device__ __forceinline__ uint32_t awaitReady(uint32_t n) const {
+    uint32_t r = readyCount();
+    while (r < n) r = readyCount();
+    return r;
   }
 
  private:
