@@ -1,6 +1,6 @@
 // Environment switches of the GEMM, for A/B runs on one binary: each turns
 // one launch choice of gemm() off or overrides it. Read once per process.
-// `cusync-bench gemm --help` and docs/gemm.md list them from kEnvSwitches.
+// `cusync-bench gemm --help` lists them from kEnvSwitches.
 #pragma once
 
 namespace cusync_gemm {
@@ -16,6 +16,7 @@ inline constexpr const char* kEnvStaticFirst = "CUSYNC_GEMM_STATIC_FIRST";
 inline constexpr const char* kEnvStaticAll = "CUSYNC_GEMM_STATIC_ALL";
 inline constexpr const char* kEnvEvictFirst = "CUSYNC_GEMM_B_EVICT_FIRST";
 inline constexpr const char* kEnvOrderGroup = "CUSYNC_GEMM_ORDER_GROUP";
+inline constexpr const char* kEnvPrefetchB = "CUSYNC_GEMM_PREFETCH_B";
 
 inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
@@ -24,6 +25,7 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvStaticAll, "=0: gemm()'s WholeTiles blocks take later tiles by ticket, not block b tiles b, b + blocks, ..."},
     {kEnvEvictFirst, "=0: B's loads never carry the L2 evict-first hint"},
     {kEnvOrderGroup, "=n: gemm() walks its tiles in bands of n tile rows (default 8; 6 for 128x168)"},
+    {kEnvPrefetchB, "=0: a gemm() stage that waits on its inputs never prefetches its weights into L2 meanwhile"},
 };
 
 // Whether switch `name` is set to 0 (off).

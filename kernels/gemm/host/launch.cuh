@@ -81,10 +81,6 @@ ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks, 
   return sp;
 }
 
-// The L2 share that units waiting on their inputs may fill with prefetched
-// weights: the rest holds the producer's traffic and the activations.
-constexpr double kPrefetchL2Share = 0.6;
-
 // One stage's kernel parameters for a launch of `a` (config resolved) with
 // `blocks` blocks: tensor maps, workspaces, and for a stage that waits the
 // weights its units prefetch while waiting.
@@ -109,14 +105,10 @@ StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint3
   if constexpr (Shape::kSchedule == Schedule::SplitK || Shape::kSchedule == Schedule::TailSplit)
     sp.sched = splitParams<Shape>(a, view, blocks, s);
   if constexpr (Shape::kSchedule == Schedule::KCut) sp.sched = kCutParams<Shape>(a, view, blocks, s);
-  if constexpr (!cusync::policy::isNoSync<typename View::In>) {
-    const DeviceInfo& d = currentDevice();
-    const uint64_t units = std::max<uint64_t>(1, std::min<uint64_t>(view.numTiles, blocks));
-    const double perKBlock = static_cast<double>(Shape::BN) * kBK * sizeof(T);
-    const uint64_t kIters = static_cast<uint64_t>((a.K + kBK - 1) / kBK);
-    sp.prefetchKBlocks = static_cast<uint32_t>(
-        std::min<uint64_t>(kIters, static_cast<uint64_t>(kPrefetchL2Share * d.l2Bytes / (units * perKBlock))));
-  }
+  if constexpr (!cusync::policy::isNoSync<typename View::In>)
+    sp.prefetchKBlocks = prefetchKBlocks(static_cast<uint64_t>((a.K + kBK - 1) / kBK),
+                                         static_cast<uint64_t>(Shape::BN) * kBK * sizeof(T),
+                                         std::min<uint64_t>(view.numTiles, blocks));
   return sp;
 }
 

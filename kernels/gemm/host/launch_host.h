@@ -37,6 +37,11 @@ const DeviceInfo& requireHopper();
 CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
                             uint32_t boxOuter);
 
+// How many of its `kBlocks` weight k-blocks (`kBlockBytes` each) every unit
+// of a stage that waits on its inputs prefetches into L2 while it waits (0:
+// none): as many as fit the L2 share that `concurrentUnits` units may fill.
+uint32_t prefetchKBlocks(uint64_t kBlocks, uint64_t kBlockBytes, uint64_t concurrentUnits);
+
 [[noreturn]] void throwCuda(cudaError_t e, const char* what);
 
 // Split-K buffers of one stage (key: its ticket counter), grown on demand and
