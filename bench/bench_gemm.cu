@@ -7,15 +7,18 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench_gemm.h"
+#include "bench_output.h"
 #include "bench_util.cuh"
 #include "kernels/gemm/gemm.h"
 
@@ -134,98 +137,55 @@ struct LtPlan {
 
 }  // namespace
 
-int benchGemm(int argc, char** argv) {
-  std::vector<int64_t> ms = {64, 256, 512, 1024, 2048, 4096};
-  int iters = 50;
-  std::vector<TileConfig> cfgs = {TileConfig::Auto};
-  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
-  std::vector<int> splits = {0};
-  std::string csv = "gemm_bench.csv";
-  bool traceStats = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "cusync-bench gemm: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: cusync-bench gemm [--m LIST] [--shape LIST] [--iters N] [--config LIST] [--splitk LIST] [--trace]\n"
-          "                        [--csv FILE]\n"
-          "  Our Hopper GEMM against cuBLASLt, side by side, on every GEMM shape of DESIGN.md section 4\n"
-          "  (bf16, B as [N, K]) at M in LIST (default 64,256,512,1024,2048,4096): median ms, TFLOP/s,\n"
-          "  time ratio to cuBLAS, max relative error; losses are flagged (MISS: cuBLAS time / ours under\n"
-          "  0.95 at M >= 512, under 0.90 below). CSV to FILE (default gemm_bench.csv). Needs a Hopper GPU.\n"
-          "  --shape LIST   only these shapes (gpt3-mlp1,gpt3-mlp2,llama-mlp1,llama-mlp2,gpt3-qkv,gpt3-wo,\n"
-          "                 llama-qkv,llama-wo)\n"
-          "  --config LIST  tile configurations to time, a row each (default auto): auto, 128x128, 128x192,\n"
-          "                 128x256, 128x192-splittail, 128x256-splittail, 64x128-splitk, 64x256-splitk,\n"
-          "                 128x192-pair, 128x256-pair, 128x192-stream, 128x256-stream, 128x176,\n"
-          "                 128x176-splittail, 128x144, 128x144-splittail, 128x96, 128x96-splittail, 128x168\n"
-          "  --splitk LIST  K splits for the split configurations, group counts for the stream ones, a row\n"
-          "                 each (default 0: the heuristic's)\n"
-          "  --trace        after each row, one traced launch of ours: per-tile MMA time, epilogue and the\n"
-          "                 gap before the next tile (medians, from GemmArgs::trace), and the launch's start:\n"
-          "                 block start to its first ticket and to its first MMA\n");
-      return 0;
-    } else if (a == "--m") {
-      ms.clear();
-      for (const std::string& t : bench::commaList(next())) ms.push_back(std::stoll(t));
-    } else if (a == "--iters") {
-      iters = std::max(1, std::atoi(next().c_str()));
-    } else if (a == "--splitk") {
-      splits.clear();
-      for (const std::string& t : bench::commaList(next())) splits.push_back(std::max(0, std::atoi(t.c_str())));
-      if (splits.empty()) splits.push_back(0);
-    } else if (a == "--trace") {
-      traceStats = true;
-    } else if (a == "--csv") {
-      csv = next();
-    } else if (a == "--config" || a == "--shape") {
-      const bool isConfig = a == "--config";
-      isConfig ? cfgs.clear() : shapes.clear();
-      for (const std::string& c : bench::commaList(next())) {
-        bool found = false;
-        if (isConfig) {
-          if (c == toString(TileConfig::Auto)) cfgs.push_back(TileConfig::Auto), found = true;
-          for (TileConfig t : kAllTileConfigs)
-            if (c == toString(t)) cfgs.push_back(t), found = true;
-        } else {
-          for (const Shape& sh : kShapes)
-            if (c == sh.name) shapes.push_back(sh), found = true;
-        }
-        if (!found) {
-          std::fprintf(stderr, "cusync-bench gemm: unknown %s '%s' (see --help)\n", a.c_str(), c.c_str());
-          return 2;
-        }
-      }
-    } else {
-      std::fprintf(stderr, "cusync-bench gemm: unknown option '%s'\n", a.c_str());
-      return 2;
-    }
+std::vector<std::string> gemmBenchShapes() {
+  std::vector<std::string> names;
+  for (const Shape& sh : kShapes) names.push_back(sh.name);
+  return names;
+}
+
+std::vector<std::string> gemmBenchConfigs() {
+  std::vector<std::string> names = {toString(TileConfig::Auto)};
+  for (TileConfig t : kAllTileConfigs) names.push_back(toString(t));
+  return names;
+}
+
+int benchGemm(const GemmBenchOptions& o) {
+  // The command line checked the names; here they become shapes and configurations.
+  std::vector<Shape> shapes;
+  for (const Shape& sh : kShapes)
+    if (o.shapes.empty() || std::find(o.shapes.begin(), o.shapes.end(), sh.name) != o.shapes.end()) shapes.push_back(sh);
+  std::vector<TileConfig> cfgs;
+  for (const std::string& c : o.configs) {
+    if (c == toString(TileConfig::Auto)) cfgs.push_back(TileConfig::Auto);
+    for (TileConfig t : kAllTileConfigs)
+      if (c == toString(t)) cfgs.push_back(t);
   }
+  const std::vector<int64_t>& ms = o.ms;
+  const std::vector<int>& splits = o.splits;
+  const int iters = o.iters;
+  const std::string& csv = o.csv;
+  const bool traceStats = o.trace;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "cusync-bench gemm: needs a CUDA GPU; without one, run the tests: ctest --test-dir build -L cpu\n");
-    return 2;
+    return 3;
   }
   cudaDeviceProp prop{};
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   if (prop.major != 9) {
-    std::fprintf(stderr, "cusync-bench gemm: needs a Hopper GPU (sm_90)\n");
-    return 1;
+    std::fprintf(stderr, "cusync-bench gemm: needs a Hopper GPU (sm_90); this is %s (sm_%d%d)\n", prop.name, prop.major,
+                 prop.minor);
+    return 3;
   }
-  FILE* out = std::fopen(csv.c_str(), "w");
+  std::ofstream out(csv);
+  out << bench::csvRow({"shape", "M", "N", "K", "config", "ours_ms", "cublas_ms", "ours_tflops", "cublas_tflops",
+                        "ratio", "ours_err", "cublas_err", "ours_host_us", "cublas_host_us", "cublas_algo"})
+      << std::flush;
   if (!out) {
-    std::fprintf(stderr, "cusync-bench gemm: cannot write %s\n", csv.c_str());
+    std::fprintf(stderr, "cusync-bench gemm: cannot write %s: %s\n", csv.c_str(), std::strerror(errno));
     return 1;
   }
-  std::fprintf(out, "shape,M,N,K,config,ours_ms,cublas_ms,ours_tflops,cublas_tflops,ratio,ours_err,cublas_err,"
-               "ours_host_us,cublas_host_us,cublas_algo\n");
   std::printf("%-11s %5s %6s %6s %10s %9s %9s %8s %8s %7s %9s %9s %6s %6s\n", "shape", "M", "N", "K", "config",
               "ours_ms", "cublas_ms", "ours_TF", "cublas_TF", "ratio", "ours_err", "cublas_err", "host", "hostC");
   std::printf("  (last column: cuBLASLt's algorithm id, tile in its column-major terms, cluster, split-K)\n");
@@ -322,9 +282,16 @@ int benchGemm(int argc, char** argv) {
       std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f  %s%s\n", sh.name,
                   (long long)M, (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9,
                   flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str(), miss ? "  MISS" : "");
-      std::fprintf(out, "%s,%lld,%lld,%lld,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%.3e,%.3e,%.2f,%.2f,%s\n", sh.name, (long long)M,
-                   (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9, flop / tCub / 1e9,
-                   ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str());
+      out << bench::csvRow({sh.name, std::to_string(M), std::to_string(N), std::to_string(K), usedName,
+                            bench::num("%.5f", tOurs), bench::num("%.5f", tCub), bench::num("%.1f", flop / tOurs / 1e9),
+                            bench::num("%.1f", flop / tCub / 1e9), bench::num("%.4f", ratio), bench::num("%.3e", eO),
+                            bench::num("%.3e", eC), bench::num("%.2f", hostOurs), bench::num("%.2f", hostCub),
+                            plan.describe()})
+          << std::flush;
+      if (!out) {
+        std::fprintf(stderr, "cusync-bench gemm: cannot write %s: %s\n", csv.c_str(), std::strerror(errno));
+        return 1;
+      }
       std::fflush(stdout);
       if (traceStats) {
         const uint32_t nt = stageGrid(g, used).count();
@@ -391,7 +358,11 @@ int benchGemm(int argc, char** argv) {
         cudaFree(C2[c]);
       }
     }
-  std::fclose(out);
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "cusync-bench gemm: cannot write %s: %s\n", csv.c_str(), std::strerror(errno));
+    return 1;
+  }
   std::printf("ratio = ours / cuBLAS time; MISS: cuBLAS time / ours below the target (0.95 at M >= 512, 0.90 below; "
               "ratio over 1.0526 / 1.1111); host, hostC: host microseconds to enqueue one launch (ours, cuBLAS). "
               "%d misses (%d points over ratio 1.05 / 1.10). CSV: %s\n",

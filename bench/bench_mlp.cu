@@ -8,6 +8,7 @@
 // bf16 GEMM) and memory bandwidth (a large device-to-device copy, bytes read
 // plus written) are measured in the same run for the roofline.
 #include "bench_mlp.h"
+#include "bench_output.h"
 #include "bench_util.cuh"
 
 #include <cublasLt.h>
@@ -15,12 +16,17 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cusync/error.h"
 #include "kernels/gemm/gemm.h"
@@ -30,31 +36,6 @@ using namespace cusync_mlp;
 
 namespace {
 
-
-void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: cusync-bench mlp [options]\n"
-               "  GPT-3 175B and LLaMA 65B MLP blocks (tensor parallel 8, bf16) through cusync,\n"
-               "  against cuBLASLt (GPT-3: GEMM+GELU epilogue, GEMM; LLaMA: GEMM, SwiGLU kernel, GEMM).\n"
-               "options:\n"
-               "  --model gpt3|llama|both   (default both)\n"
-               "  --tokens LIST             M values, comma separated\n"
-               "                            (default 64,256,512,1024,1536,2048,3072,4096)\n"
-               "  --variant LIST|all        stream, pdl, rowsync, tilesync, cublas; a suffix\n"
-               "                            :rowmajor or :grouped picks the tile order (default all =\n"
-               "                            stream,pdl,rowsync,rowsync:grouped,tilesync,tilesync:rowmajor,cublas);\n"
-               "                            a suffix @serial launches a synced variant without PDL\n"
-               "  --iters N                 timed runs per median (default 30)\n"
-               "  --json FILE               results (default mlp_bench.json)\n"
-               "  --csv FILE                results as CSV (default mlp_bench.csv)\n"
-               "  --check                   check every variant against cuBLAS only, no timing\n"
-               "Prints per M each variant's median ms, speedup over the cuBLAS pipeline and roofline\n"
-               "efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) / time; plot with\n"
-               "tools/plot_mlp.py FILE.json. Each of our variants also runs once with per-tile\n"
-               "timestamps: GEMM1's tail (first SM out of GEMM1 tiles to GEMM1's end), the SM-time\n"
-               "share GEMM1 leaves idle, the share of it GEMM2 filled, and GEMM2's wait per tile.\n"
-               "Needs a Hopper GPU.\n");
-}
 
 struct VariantSpec {
   std::string name;
@@ -219,77 +200,44 @@ struct Row {
 
 }  // namespace
 
-int benchMlp(int argc, char** argv) {
-  std::vector<std::string> models = {"gpt3", "llama"};
-  std::vector<int64_t> tokens = {64, 256, 512, 1024, 1536, 2048, 3072, 4096};
-  std::vector<std::string> variants = {"stream",   "pdl",           "rowsync", "rowsync:grouped",
-                                       "tilesync", "tilesync:rowmajor", "cublas"};
-  int iters = 30;
-  std::string json = "mlp_bench.json", csv = "mlp_bench.csv";
-  bool checkOnly = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "cusync-bench mlp: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    } else if (a == "--model") {
-      const std::string m = next();
-      models = m == "both" ? std::vector<std::string>{"gpt3", "llama"} : bench::commaList(m);
-    } else if (a == "--tokens") {
-      tokens.clear();
-      for (const auto& t : bench::commaList(next())) tokens.push_back(std::atoll(t.c_str()));
-    } else if (a == "--variant") {
-      const std::string v = next();
-      if (v != "all") variants = bench::commaList(v);
-    } else if (a == "--iters") {
-      iters = std::atoi(next().c_str());
-    } else if (a == "--json") {
-      json = next();
-    } else if (a == "--csv") {
-      csv = next();
-    } else if (a == "--check") {
-      checkOnly = true;
-    } else {
-      std::fprintf(stderr, "cusync-bench mlp: unknown option '%s'\n", a.c_str());
-      usage(stderr);
-      return 2;
-    }
-  }
-  std::vector<VariantSpec> specs;
+std::string mlpVariantError(const std::string& variant) {
   try {
-    for (const auto& m : models) parseModel(m);
-    for (const auto& v : variants) specs.push_back(parseSpec(v));
+    parseSpec(variant);
+    return "";
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cusync-bench mlp: %s\n", e.what());
-    return 2;
+    // The problem itself, without the library's "cusync: stage 'mlp': invalid argument: " prefix.
+    const std::string what = e.what();
+    const size_t at = what.find("invalid argument: ");
+    return at == std::string::npos ? what : what.substr(at + 18);
   }
-  for (int64_t M : tokens)
-    if (M < 1) {
-      std::fprintf(stderr, "cusync-bench mlp: token counts must be >= 1\n");
-      return 2;
-    }
-  if (iters < 1) iters = 1;
+}
+
+int benchMlp(const MlpBenchOptions& o) {
+  // The command line checked every value; "both" stands for the two models.
+  std::vector<std::string> models;
+  for (const std::string& m : o.models)
+    for (const char* one : {"gpt3", "llama"})
+      if ((m == one || m == "both") && std::find(models.begin(), models.end(), one) == models.end()) models.push_back(one);
+  const std::vector<int64_t>& tokens = o.tokens;
+  const int iters = o.iters;
+  const std::string &json = o.json, &csv = o.csv;
+  const bool checkOnly = o.checkOnly;
+  std::vector<VariantSpec> specs;
+  for (const auto& v : o.variants) specs.push_back(parseSpec(v));
 
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr,
                  "cusync-bench mlp: a CUDA GPU (Hopper, sm_90) is needed; without one run the CPU tests: "
                  "ctest --test-dir build -L cpu\n");
-    return 2;
+    return 3;
   }
   cudaDeviceProp prop{};
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   if (prop.major != 9) {
     std::fprintf(stderr, "cusync-bench mlp: needs a Hopper GPU (sm_90); this is %s (sm_%d%d)\n", prop.name,
                  prop.major, prop.minor);
-    return 2;
+    return 3;
   }
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -457,46 +405,57 @@ int benchMlp(int argc, char** argv) {
     }
   }
 
-  if (FILE* f = std::fopen(csv.c_str(), "w")) {
-    std::fprintf(f, "model,M,variant,ms,speedup,roofline_eff,rel_err,ok\n");
-    for (const Row& r : rows)
-      std::fprintf(f, "%s,%lld,%s,%.5f,%.4f,%.4f,%.3e,%d\n", r.model.c_str(), (long long)r.M, r.variant.c_str(), r.ms,
-                   r.speedup, r.eff, r.err, r.ok ? 1 : 0);
-    std::fclose(f);
-  }
-  if (FILE* f = std::fopen(json.c_str(), "w")) {
-    auto num = [](double x) { return std::isfinite(x) ? std::to_string(x) : std::string("null"); };
-    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"peak_tflops\": %s,\n  \"bandwidth_tbs\": %s,\n  \"iters\": %d,\n",
-                 prop.name, num(peak).c_str(), num(bw).c_str(), iters);
-    std::fprintf(f, "  \"results\": [\n");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      std::fprintf(f,
-                   "    {\"model\": \"%s\", \"M\": %lld, \"variant\": \"%s\", \"ms\": %s, \"speedup\": %s, "
-                   "\"roofline_eff\": %s, \"rel_err\": %s, \"ok\": %s, \"gemm1_tail_ms\": %s, \"gemm1_idle\": %s, "
-                   "\"tail_filled\": %s, \"gemm2_start_ms\": %s, \"wait_per_tile_us\": %s, \"wait_max_us\": %s}%s\n",
-                   r.model.c_str(), (long long)r.M, r.variant.c_str(), num(r.ms).c_str(), num(r.speedup).c_str(),
-                   num(r.eff).c_str(), num(r.err).c_str(), r.ok ? "true" : "false", num(r.tr.tailMs).c_str(),
-                   num(r.tr.idle).c_str(), num(r.tr.filled).c_str(), num(r.tr.g2StartMs).c_str(),
-                   num(r.tr.waitMeanUs).c_str(), num(r.tr.waitMaxUs).c_str(), i + 1 < rows.size() ? "," : "");
+  std::string csvText = bench::csvRow({"model", "M", "variant", "ms", "speedup", "roofline_eff", "rel_err", "ok"});
+  for (const Row& r : rows)
+    csvText += bench::csvRow({r.model, std::to_string(r.M), r.variant, bench::num("%.5f", r.ms),
+                              bench::num("%.4f", r.speedup), bench::num("%.4f", r.eff), bench::num("%.3e", r.err),
+                              r.ok ? "1" : "0"});
+  nlohmann::ordered_json doc;  // non-finite numbers are written as null
+  doc["device"] = prop.name;
+  doc["peak_tflops"] = peak;
+  doc["bandwidth_tbs"] = bw;
+  doc["iters"] = iters;
+  doc["results"] = nlohmann::ordered_json::array();
+  for (const Row& r : rows)
+    doc["results"].push_back({{"model", r.model},
+                              {"M", r.M},
+                              {"variant", r.variant},
+                              {"ms", r.ms},
+                              {"speedup", r.speedup},
+                              {"roofline_eff", r.eff},
+                              {"rel_err", r.err},
+                              {"ok", r.ok},
+                              {"gemm1_tail_ms", r.tr.tailMs},
+                              {"gemm1_idle", r.tr.idle},
+                              {"tail_filled", r.tr.filled},
+                              {"gemm2_start_ms", r.tr.g2StartMs},
+                              {"wait_per_tile_us", r.tr.waitMeanUs},
+                              {"wait_max_us", r.tr.waitMaxUs}});
+  doc["singles"] = nlohmann::ordered_json::array();
+  for (const Detail& t : details)
+    doc["singles"].push_back({{"model", t.model},
+                              {"M", t.M},
+                              {"configs", t.configs},
+                              {"ours_gemm1_ms", t.g1},
+                              {"ours_gemm2_ms", t.g2},
+                              {"cublas_gemm1_ms", t.cb1},
+                              {"cublas_gemm2_ms", t.cb2},
+                              {"roofline_ms", t.roofMs}});
+  bool written = true;
+  for (const auto& [path, text] : {std::pair<std::string, std::string>{csv, csvText}, {json, doc.dump(2) + "\n"}}) {
+    std::ofstream f(path);
+    f << text;
+    f.close();
+    if (!f) {
+      std::fprintf(stderr, "cusync-bench mlp: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+      written = false;
     }
-    std::fprintf(f, "  ],\n  \"singles\": [\n");
-    for (size_t i = 0; i < details.size(); ++i) {
-      const Detail& t = details[i];
-      std::fprintf(f,
-                   "    {\"model\": \"%s\", \"M\": %lld, \"configs\": \"%s\", \"ours_gemm1_ms\": %s, "
-                   "\"ours_gemm2_ms\": %s, \"cublas_gemm1_ms\": %s, \"cublas_gemm2_ms\": %s, \"roofline_ms\": %s}%s\n",
-                   t.model.c_str(), (long long)t.M, t.configs.c_str(), num(t.g1).c_str(), num(t.g2).c_str(),
-                   num(t.cb1).c_str(), num(t.cb2).c_str(), num(t.roofMs).c_str(), i + 1 < details.size() ? "," : "");
-    }
-    std::fprintf(f, "  ]\n}\n");
-    std::fclose(f);
-    std::printf("wrote %s and %s\n", json.c_str(), csv.c_str());
   }
+  if (written) std::printf("wrote %s and %s\n", json.c_str(), csv.c_str());
   cudaStreamDestroy(s);
   if (!allOk) {
     std::fprintf(stderr, "cusync-bench mlp: some variants FAILED their check against cuBLAS\n");
     return 1;
   }
-  return 0;
+  return written ? 0 : 1;
 }
