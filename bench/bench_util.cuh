@@ -67,6 +67,19 @@ double hostUsPerLaunch(F&& launch, int iters, cudaStream_t s) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
 }
 
+// The non-empty items of a comma-separated command-line list.
+inline std::vector<std::string> commaList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t q = s.find(',', p);
+    if (q == std::string::npos) q = s.size();
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
+
 // n bf16 values from the device, as floats.
 inline std::vector<float> downloadBf16(const void* p, size_t n) {
   std::vector<__nv_bfloat16> h(n);
