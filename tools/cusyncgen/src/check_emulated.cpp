@@ -102,7 +102,7 @@ class Run {
       }
       cv.notify_one();
       ticker.join();
-      if (rep.timedOut)
+      if (rep.timedOut || deadlineHit_)
         return {"emulator, " + std::string(cusync::toString(mode_)) + " mode, run " + std::to_string(run + 1) + " of " +
                     std::to_string(runs) + " after " + std::to_string(tilesDone_.load() - run * tilesPerRun) + " of " +
                     std::to_string(tilesPerRun) + " tiles",
@@ -157,12 +157,20 @@ class Run {
   }
 
   // Tabulates every step's reads once (consumer tiles of one row, outside
-  // j-offset walks, read the same); false if the deadline passed first.
+  // j-offset walks, read the same) where the tables stay small; larger
+  // walks are read from the spec's maps at each step instead. False if the
+  // deadline passed first.
   bool precompute() {
+    size_t entries = 0;
+    for (const Edge& edge : m_.edges) {
+      const cusync::StageShape& cs = m_.shapes[edge.cons];
+      entries += size_t(cs.grid.z) * cs.grid.y * (edge.jSteps ? cs.grid.x : 1) * walkSteps(m_.spec.stages[edge.cons]);
+      reads_.emplace_back(m_, edge);
+    }
+    if (entries > kMaxTabulated) return true;
     need_.resize(m_.edges.size());
     for (size_t e = 0; e < m_.edges.size(); ++e) {
       const Edge& edge = m_.edges[e];
-      const ReadMap reads(m_, edge);
       const cusync::StageShape& cs = m_.shapes[edge.cons];
       const uint32_t steps = walkSteps(m_.spec.stages[edge.cons]);
       const uint32_t xs = edge.jSteps ? cs.grid.x : 1;
@@ -180,12 +188,27 @@ class Run {
             for (uint32_t k = 0; k < steps; ++k) {
               const size_t i = needIndex(edge, cusync::Dim3(x, y, z), k);
               n.start[i] = n.tiles.size();
-              reads.read(x, y, z, k, n.tiles);
+              reads_[e].read(x, y, z, k, n.tiles);
             }
         }
       n.start.back() = n.tiles.size();
     }
     return true;
+  }
+
+  // Calls f(tile) for each producer tile that step kb of consumer tile t reads through edge e.
+  template <class F>
+  void forEachRead(size_t e, const cusync::Dim3& t, uint32_t kb, F&& f) const {
+    if (need_.empty()) {
+      thread_local std::vector<cusync::Dim3> scratch;
+      scratch.clear();
+      reads_[e].read(t.x, t.y, t.z, kb, scratch);
+      for (const cusync::Dim3& p : scratch) f(p);
+      return;
+    }
+    const Needs& need = need_[e];
+    const size_t at = needIndex(m_.edges[e], t, kb);
+    for (size_t i = need.start[at]; i < need.start[at + 1]; ++i) f(need.tiles[i]);
   }
 
   void report(const std::string& what) {
@@ -207,22 +230,25 @@ class Run {
       const uint32_t steps = walkSteps(m_.spec.stages[s]);
       const uint32_t ws = w.tile.x * m_.edges[ins[0]].jSteps;  // all inputs share the walk
       for (uint32_t kb = 0; kb < steps; ++kb) {
+        // Waits that are already satisfied never look at the emulator's
+        // abort flag, so a long walk looks at the deadline itself.
+        if (kb % 1024 == 1023 && progress_.pastDeadline()) {
+          deadlineHit_ = true;
+          throw cusync::emu::Aborted{};
+        }
         const cusync::Read r{(ws + kb) * v.shape.tile.z, w.tile.y * v.shape.tile.y, w.tile.z, ws * v.shape.tile.z};
         for (uint32_t n = 0; n < ins.size(); ++n) {
           cusync::emu::wait(v, w, r, n);
           const Edge& e = m_.edges[ins[n]];
           const cusync::StageShape& ps = m_.shapes[e.prod];
-          const Needs& need = need_[ins[n]];
-          const size_t at = needIndex(e, w.tile, kb);
-          for (size_t i = need.start[at]; i < need.start[at + 1]; ++i) {
-            const cusync::Dim3& t = need.tiles[i];
+          forEachRead(ins[n], w.tile, kb, [&](const cusync::Dim3& t) {
             const uint32_t got = stamps_[e.prod][linear(t, ps.grid)].load(std::memory_order_relaxed);
             if (got != w.run)
               report("'" + m_.spec.stages[s].name + "' tile " + cusync::tileName(w.tile) + " run " +
                      std::to_string(w.run) + " at k-block " + std::to_string(kb) + " read '" +
                      m_.spec.stages[e.prod].name + "' tile " + cusync::tileName(t) + " holding run " +
                      std::to_string(got));
-          }
+          });
         }
       }
     }
@@ -235,6 +261,8 @@ class Run {
     std::vector<size_t> start;
     std::vector<cusync::Dim3> tiles;
   };
+  // Read-table entries (consumer tiles x steps) up to which reads are tabulated (about 200 MB).
+  static constexpr size_t kMaxTabulated = size_t(1) << 23;
 
   const Model& m_;
   uint32_t sms_;
@@ -242,8 +270,10 @@ class Run {
   Progress& progress_;
   std::vector<AnyStage> stages_;
   std::vector<std::unique_ptr<std::atomic<uint32_t>[]>> stamps_;
-  std::vector<Needs> need_;
+  std::vector<ReadMap> reads_;
+  std::vector<Needs> need_;  // empty where reads_ are read at each step
   std::atomic<uint64_t> tilesDone_{0};
+  std::atomic<bool> deadlineHit_{false};
   std::mutex mu_;
   std::string error_;
 };

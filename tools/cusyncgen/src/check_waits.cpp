@@ -51,40 +51,49 @@ std::string checkEdge(const Model& m, const Edge& e, std::string& summary, Progr
   // Per semaphore: the consumer tile (numbered from 1) that last read a tile
   // posting to it and at which step, and the one that last waited on it.
   std::vector<uint32_t> readBy(nsem, 0), lastRead(nsem, 0), waitedBy(nsem, 0);
-  std::vector<cusync::Dim3> need;        // the tiles all steps of one consumer tile read
-  std::vector<size_t> needAt(steps + 1);  // where each step's tiles start in `need`
-  uint64_t waits = 0;
+  std::vector<cusync::Dim3> need;  // the producer tiles one step reads
+  uint64_t waits = 0, work = 0;
   uint32_t tile = 0;
+  // The deadline and progress, looked at every 4096 steps: a step is cheap,
+  // but one consumer tile may have millions of them.
+  auto outOfTime = [&] {
+    if (++work % 4096 != 0 ||
+        !progress.tick([&] {
+          return "--check: coverage of " + edge + ": " + std::to_string(tile) + " of " + std::to_string(tiles) +
+                 " consumer tiles";
+        }))
+      return false;
+    timedOut = true;
+    return true;
+  };
+  auto stopped = [&] {
+    return "coverage of " + edge + " at consumer tile " + std::to_string(tile) + " of " + std::to_string(tiles);
+  };
   for (uint32_t z = 0; z < cs.grid.z; ++z)
     for (uint32_t y = 0; y < cs.grid.y; ++y)
       for (uint32_t x = 0; x < xs; ++x) {
         ++tile;
-        if (tile % 64 == 0 && progress.tick([&] {
-              return "--check: coverage of " + edge + ": " + std::to_string(tile) + " of " + std::to_string(tiles) +
-                     " consumer tiles";
-            })) {
-          timedOut = true;
-          return "coverage of " + edge + " at consumer tile " + std::to_string(tile) + " of " + std::to_string(tiles);
-        }
         const uint32_t ws = x * e.jSteps;
-        const std::string who = "consumer '" + cd.name + "' tile (" + (e.jSteps ? std::to_string(x) : "*") + "," +
-                                std::to_string(y) + "," + std::to_string(z) + ")";
-        need.clear();
+        // Pass 1: the last step that reads a tile of each semaphore.
         for (uint32_t k = 0; k < steps; ++k) {
-          needAt[k] = need.size();
+          if (outOfTime()) return stopped();
+          need.clear();
           reads.read(x, y, z, k, need);
-          for (size_t n = needAt[k]; n < need.size(); ++n) {
-            const uint32_t s = out.tileIndex(need[n], ps);
+          for (const cusync::Dim3& t : need) {
+            const uint32_t s = out.tileIndex(t, ps);
             readBy[s] = tile;
             lastRead[s] = k;
           }
         }
-        needAt[steps] = need.size();
+        // Pass 2: each step's waits, against what it and the later steps read.
         for (uint32_t k = 0; k < steps; ++k) {
+          if (outOfTime()) return stopped();
           const cusync::Read r{(ws + k) * cs.tile.z, y * cs.tile.y, z, ws * cs.tile.z};
           auto at = [&] {
-            return who + " at k-block " + std::to_string(k) + " (Read col " + std::to_string(r.col) + ", row " +
-                   std::to_string(r.row) + ", walkStart " + std::to_string(r.walkStart) + ")";
+            return "consumer '" + cd.name + "' tile (" + (e.jSteps ? std::to_string(x) : "*") + "," +
+                   std::to_string(y) + "," + std::to_string(z) + ") at k-block " + std::to_string(k) + " (Read col " +
+                   std::to_string(r.col) + ", row " + std::to_string(r.row) + ", walkStart " +
+                   std::to_string(r.walkStart) + ")";
           };
           const cusync::SemSpan span = in.waitSpan(r, cs, ps);
           for (uint32_t n = 0; n < span.count(); ++n) {
@@ -102,10 +111,12 @@ std::string checkEdge(const Model& m, const Edge& e, std::string& summary, Progr
                      ", but no tile posting to it is read from this k-block on (b)";
             waitedBy[s] = tile;
           }
-          for (size_t n = needAt[k]; n < needAt[k + 1]; ++n) {
-            const uint32_t s = out.tileIndex(need[n], ps);
+          need.clear();
+          reads.read(x, y, z, k, need);
+          for (const cusync::Dim3& t : need) {
+            const uint32_t s = out.tileIndex(t, ps);
             if (waitedBy[s] != tile)
-              return at() + ": reads producer '" + pd.name + "' tile " + tileText(need[n]) +
+              return at() + ": reads producer '" + pd.name + "' tile " + tileText(t) +
                      " but has not waited on its semaphore " + std::to_string(s) + " (a)";
           }
         }

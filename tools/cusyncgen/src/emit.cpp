@@ -67,21 +67,19 @@ std::string dim(const cusync::Dim3& d) {
 namespace {
 
 // C++20's keywords and alternative tokens, and std (which a program must not add to).
-const std::set<std::string> kReserved = {
-    "alignas",   "alignof",      "and",        "and_eq",      "asm",          "auto",          "bitand",
-    "bitor",     "bool",         "break",      "case",        "catch",        "char",          "char8_t",
-    "char16_t",  "char32_t",     "class",      "compl",       "concept",      "const",         "consteval",
-    "constexpr", "constinit",    "const_cast", "continue",    "co_await",     "co_return",     "co_yield",
-    "decltype",  "default",      "delete",     "do",          "double",       "dynamic_cast",  "else",
-    "enum",      "explicit",     "export",     "extern",      "false",        "float",         "for",
-    "friend",    "goto",         "if",         "inline",      "int",          "long",          "mutable",
-    "namespace", "new",          "noexcept",   "not",         "not_eq",       "nullptr",       "operator",
-    "or",        "or_eq",        "private",    "protected",   "public",       "register",      "reinterpret_cast",
-    "requires",  "return",       "short",      "signed",      "sizeof",       "static",        "static_assert",
-    "static_cast", "struct",     "switch",     "template",    "this",         "thread_local",  "throw",
-    "true",      "try",          "typedef",    "typeid",      "typename",     "union",         "unsigned",
-    "using",     "virtual",      "void",       "volatile",    "wchar_t",      "while",         "xor",
-    "xor_eq",    "std"};
+const std::set<std::string> kReserved = [] {
+  std::istringstream words(
+      "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class "
+      "compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype "
+      "default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline "
+      "int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register "
+      "reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template "
+      "this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t "
+      "while xor xor_eq std");
+  std::set<std::string> set;
+  for (std::string w; words >> w;) set.insert(w);
+  return set;
+}();
 
 bool isIdentifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
