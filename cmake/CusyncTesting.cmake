@@ -6,12 +6,11 @@
 function(cusync_add_cli_test)
   cmake_parse_arguments(T "" "NAME;CODE;STDERR;STDOUT" "ENV;COMMAND" ${ARGN})
   set(match "")
-  if(DEFINED T_STDERR)
-    list(APPEND match "-DSTDERR=${T_STDERR}")
-  endif()
-  if(DEFINED T_STDOUT)
-    list(APPEND match "-DSTDOUT=${T_STDOUT}")
-  endif()
+  foreach(stream STDERR STDOUT)
+    if(DEFINED T_${stream})
+      list(APPEND match "-D${stream}=${T_${stream}}")
+    endif()
+  endforeach()
   add_test(NAME ${T_NAME}
            COMMAND ${CMAKE_COMMAND} -DCODE=${T_CODE} ${match} -P ${PROJECT_SOURCE_DIR}/tests/cli/expect.cmake
                    -- ${T_COMMAND})
