@@ -21,6 +21,10 @@ struct CheckOptions {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::ostream* progress = nullptr;  // progress lines of long checks
+  // The emulator tabulates the tiles each step reads while the table has at
+  // most this many entries (consumer tiles x steps, about 200 MB); beyond,
+  // it reads the spec's maps at each step.
+  size_t tabulateUpTo = size_t(1) << 23;
 };
 
 struct CheckResult {

@@ -65,8 +65,8 @@ struct Outcome {
 
 class Run {
  public:
-  Run(const Model& m, uint32_t sms, cusync::LaunchMode mode, Progress& progress)
-      : m_(m), sms_(sms), mode_(mode), progress_(progress) {}
+  Run(const Model& m, const CheckOptions& opts, cusync::LaunchMode mode, Progress& progress)
+      : m_(m), sms_(opts.sms), tabulateUpTo_(opts.tabulateUpTo), mode_(mode), progress_(progress) {}
 
   Outcome go(uint32_t runs) {
     const std::vector<int> order = launchOrder(m_);
@@ -167,7 +167,7 @@ class Run {
       entries += size_t(cs.grid.z) * cs.grid.y * (edge.jSteps ? cs.grid.x : 1) * walkSteps(m_.spec.stages[edge.cons]);
       reads_.emplace_back(m_, edge);
     }
-    if (entries > kMaxTabulated) return true;
+    if (entries > tabulateUpTo_) return true;
     need_.resize(m_.edges.size());
     for (size_t e = 0; e < m_.edges.size(); ++e) {
       const Edge& edge = m_.edges[e];
@@ -261,11 +261,10 @@ class Run {
     std::vector<size_t> start;
     std::vector<cusync::Dim3> tiles;
   };
-  // Read-table entries (consumer tiles x steps) up to which reads are tabulated (about 200 MB).
-  static constexpr size_t kMaxTabulated = size_t(1) << 23;
 
   const Model& m_;
   uint32_t sms_;
+  size_t tabulateUpTo_;
   cusync::LaunchMode mode_;
   Progress& progress_;
   std::vector<AnyStage> stages_;
@@ -286,7 +285,7 @@ CheckResult checkEmulated(const Model& m, const CheckOptions& opts) {
   for (cusync::LaunchMode mode : {cusync::LaunchMode::Streams, cusync::LaunchMode::Pdl}) {
     Outcome out;
     try {
-      out = Run(m, opts.sms, mode, progress).go(2);
+      out = Run(m, opts, mode, progress).go(2);
     } catch (const std::exception& ex) {
       out.bad = ex.what();
     }
