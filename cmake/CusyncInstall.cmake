@@ -11,16 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(CUSYNC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cusync)
 
-# The same names inside this build (add_subdirectory users) as outside it.
-foreach(lib gemm gemm_host mlp)
-  if(TARGET cusync_${lib})
-    add_library(cusync::${lib} ALIAS cusync_${lib})
-    set_target_properties(cusync_${lib} PROPERTIES EXPORT_NAME ${lib})
-    list(APPEND cusync_libraries cusync_${lib})
-  endif()
-endforeach()
-
-install(TARGETS cusync ${cusync_libraries} cusyncgen EXPORT cusyncTargets
+install(TARGETS cusync cusync_gemm cusync_gemm_host cusync_mlp cusyncgen EXPORT cusyncTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/cusync DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
