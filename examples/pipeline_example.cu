@@ -4,11 +4,11 @@
 // warm-up, median of the timed runs).
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cusync_cli.h"
 #include "tiled_gemm.cuh"
 
 using namespace cusync;
@@ -76,31 +76,24 @@ double runVariant(const Problem& p, LaunchMode mode, const P& pol, const std::ve
 
 int main(int argc, char** argv) {
   int M = 1024, iters = 20;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf(
-          "usage: cusync-example [--m M] [--iters N]\n"
-          "Runs GEMM1 [M x 1024 x 4096] -> GEMM2 [M x 4096 x 1024] (fp32 tiled kernels) in the serial,\n"
-          "streams and pdl launch modes with TileSync and RowSync, checks each against the serial\n"
-          "result and prints the median time of N runs.\n");
-      return 0;
-    } else if (!std::strcmp(argv[i], "--m") && i + 1 < argc) {
-      M = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) {
-      iters = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "cusync-example: unknown argument '%s' (see --help)\n", argv[i]);
-      return 2;
-    }
-  }
+  CLI::App app(
+      "Runs GEMM1 [M x 1024 x 4096] -> GEMM2 [M x 4096 x 1024] (fp32 tiled kernels) in the serial, streams and pdl\n"
+      "launch modes with TileSync and RowSync, checks each against the serial result and prints the median time\n"
+      "of N runs. Runs on any CUDA GPU.",
+      "cusync-example");
+  app.add_option("--m", M, "rows M (1 to 65536)")->transform(cusync_cli::wholeNumber(1, 65536))->type_name("M")
+      ->capture_default_str();
+  app.add_option("--iters", iters, "timed runs per median (1 to 100000)")
+      ->transform(cusync_cli::wholeNumber(1, 100000))
+      ->type_name("N")
+      ->capture_default_str();
+  app.footer("Exit status: 0 every variant matches the serial result; 1 a mismatch or a CUDA error; 2 bad usage;\n"
+             "3 no CUDA GPU here.");
+  if (const int status = cusync_cli::parse(app, argc, argv); status >= 0) return status;
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::fprintf(stderr, "cusync-example: needs a CUDA GPU; without one, run the tests: ctest --test-dir build -L cpu\n");
-    return 2;
-  }
-  if (M < 1 || iters < 1) {
-    std::fprintf(stderr, "cusync-example: --m and --iters must be positive\n");
-    return 2;
+    return cusync_cli::kNoGpu;
   }
   Problem p{M, 1024, 4096, 1024};
   std::mt19937 rng(11);

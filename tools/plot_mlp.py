@@ -3,6 +3,9 @@
 variant, one panel per model, like the figures of the cuSync paper.
 
     tools/plot_mlp.py mlp_bench.json [-o mlp_speedup.png]
+
+Needs matplotlib (Debian: python3-matplotlib; scripts/install-deps installs it).
+Exit status: 0 done; 1 matplotlib missing, or no timed results in the file.
 """
 import argparse
 import json
@@ -14,8 +17,11 @@ def main():
     ap.add_argument("json", help="file written by cusync-bench mlp --json")
     ap.add_argument("-o", "--output", default="mlp_speedup.png")
     args = ap.parse_args()
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("plot_mlp: needs matplotlib, which is not installed (Debian: apt-get install python3-matplotlib, "
+                 "or scripts/install-deps)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 
+#include "checked.h"
 #include "error.h"
 #include "model.h"
 #include "parser.h"
@@ -14,21 +15,21 @@ namespace {
 using Extents = std::map<std::string, int64_t>;  // index variable -> its count
 
 // Smallest and largest value of `a` over variables in [0, extent).
-std::pair<int64_t, int64_t> bounds(const Affine& a, const Extents& ext) {
+std::pair<int64_t, int64_t> bounds(const Affine& a, const Extents& ext, Loc at) {
   int64_t lo = a.c, hi = a.c;
   for (const auto& [v, k] : a.coef) {
     auto it = ext.find(v);
-    const int64_t last = it == ext.end() ? 0 : k * (it->second - 1);
-    lo += std::min<int64_t>(0, last);
-    hi += std::max<int64_t>(0, last);
+    const int64_t last = it == ext.end() ? 0 : checkedMul(k, it->second - 1, at);
+    lo = checkedAdd(lo, std::min<int64_t>(0, last), at);
+    hi = checkedAdd(hi, std::max<int64_t>(0, last), at);
   }
   return {lo, hi};
 }
 
-Affine minus(Affine a, const Affine& b) {
-  a.c -= b.c;
+Affine minus(Affine a, const Affine& b, Loc at) {
+  a.c = checkedSub(a.c, b.c, at);
   for (const auto& [v, k] : b.coef) {
-    a.coef[v] -= k;
+    a.coef[v] = checkedSub(a.coef[v], k, at);
     if (a.coef[v] == 0) a.coef.erase(v);
   }
   return a;
@@ -50,7 +51,7 @@ int32_t small(int64_t v, Loc loc) {
 
 // The constant length of a range, which must be positive.
 int64_t lengthOf(const Range& r, const char* axis) {
-  const Affine len = minus(r.hi, r.lo);
+  const Affine len = minus(r.hi, r.lo, r.loc);
   if (!len.isConstant())
     throw SpecError(r.loc, std::string("the length of the ") + axis + " range must be a constant (it depends on '" +
                                len.coef.begin()->first + "')");
@@ -76,7 +77,7 @@ void checkShapes(const Spec& spec, const StageDecl& s) {
   const int64_t sizes[2] = {t.rows, t.cols};
   for (int a = 0; a < 2; ++a) {
     const int d = a == 0 ? 1 : 0;  // rows are grid.y, columns grid.x
-    if ((s.grid[d] - 1) * s.tile[d] >= sizes[a])
+    if (checkedMul(s.grid[d] - 1, s.tile[d], s.gridLoc) >= sizes[a])
       throw SpecError(s.gridLoc, "shape mismatch: " + str(s.grid[d]) + " tiles of " + str(s.tile[d]) + " " + axes[a] +
                                      " overshoot the " + str(sizes[a]) + " " + axes[a] + " of '" + t.name +
                                      "' by a whole tile");
@@ -87,6 +88,23 @@ void checkShapes(const Spec& spec, const StageDecl& s) {
                                       t.name + "'");
   checkWriteAxis(s.writes.rows, "i", s.tile[1], "rows");
   checkWriteAxis(s.writes.cols, "j", s.tile[0], "columns");
+}
+
+// cusyncgen's own limits: shapes that the core's 32-bit geometry holds, and
+// few enough tiles per stage that --check's tables fit in memory.
+constexpr int64_t kMaxTiles = int64_t(1) << 24;
+
+void checkLimits(const StageDecl& s) {
+  int64_t tiles = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (s.tile[d] > INT32_MAX)
+      throw SpecError(s.tileLoc, "tile size " + str(s.tile[d]) + " does not fit the core's 32-bit geometry");
+    tiles = s.grid[d] > kMaxTiles ? kMaxTiles + 1 : tiles * s.grid[d];  // at most 2^48: no overflow
+    if (tiles > kMaxTiles)
+      throw SpecError(s.gridLoc, "stage '" + s.name + "' has more than " + str(kMaxTiles) +
+                                     " tiles, the most cusyncgen handles per stage (grid " + str(s.grid[0]) + " x " +
+                                     str(s.grid[1]) + " x " + str(s.grid[2]) + ")");
+  }
 }
 
 Extents extentsOf(const StageDecl& s) {
@@ -109,7 +127,8 @@ void checkRead(const Spec& spec, int stage, const Access& a) {
     lengthOf(r, names[x]);
     if (r.lo.uses("j") && x == 0)
       throw SpecError(r.loc, "rows may not depend on j: a consumer's Read carries only its rows and k position");
-    const auto [lo, hi] = bounds(r.lo, ext);
+    const auto [lo, hi] = bounds(r.lo, ext, r.loc);
+    bounds(r.hi, ext, r.loc);  // the end too must be computable at every tile and step (tilesRead)
     if (!a.padded && lo < 0)
       throw SpecError(r.loc, std::string("out of bounds: ") + names[x] + " of '" + t.name + "' read from " + str(lo) +
                                  " (mark the read 'padded' if that is padding)");
@@ -118,7 +137,7 @@ void checkRead(const Spec& spec, int stage, const Access& a) {
                                  ", past its " + str(sizes[x]) + " " + names[x]);
     if (t.producer >= 0) {
       const StageDecl& p = spec.stages[t.producer];
-      const int64_t written = x == 0 ? p.grid[1] * p.tile[1] : p.grid[0] * p.tile[0];
+      const int64_t written = x == 0 ? p.grid[1] * p.tile[1] : p.grid[0] * p.tile[0];  // limited in checkLimits
       if (hi >= written && hi < sizes[x])
         throw SpecError(r.loc, std::string("read that no producer writes: ") + names[x] + " from " + str(hi) + " of '" +
                                    t.name + "', but stage '" + p.name + "' writes only " + str(written));
@@ -164,41 +183,44 @@ Edge makeEdge(const Spec& spec, int stage, int tensor, std::vector<int> reads) {
   R.bk = uint32_t(s.tile[2]);
   R.inner = uint32_t(s.walk.back().extent);
   int64_t steps = 1;
-  for (const WalkVar& w : s.walk) steps *= w.extent;
+  for (const WalkVar& w : s.walk) steps = checkedMul(steps, w.extent, w.loc);
   if (const int64_t jc = first.cols.lo.at("j")) {
     // Column tile j walks its own slice: the walk starts jc columns further
     // per j, which the kernel passes as Read::walkStart.
     if (s.walk.size() != 1 || colA != colLen || jc < 0 || jc % colA != 0)
       throw SpecError(first.cols.loc, "columns may use j only as an offset of whole k-blocks (j*" + str(colLen) +
                                           "*n) in a walk of one loop");
-    e.jSteps = uint32_t(jc / colA);
-    steps = int64_t(e.jSteps) * (s.grid[0] - 1) + s.walk[0].extent;
+    e.jSteps = uint32_t(small(jc / colA, first.cols.loc));
+    steps = checkedAdd(checkedMul(jc / colA, s.grid[0] - 1, first.cols.loc), s.walk[0].extent, first.cols.loc);
     R.inner = uint32_t(steps);
   }
   R.steps = uint32_t(small(steps, s.walk[0].loc));
+  if (checkedMul(steps, s.tile[2], s.walk[0].loc) > INT32_MAX)
+    throw SpecError(s.walk[0].loc, "the walk spans " + str(steps) + " k-blocks of " + str(s.tile[2]) +
+                                       " columns, more than the 32-bit column position of a Read holds");
   R.colA = small(colA, first.cols.loc);
   R.colB = small(first.cols.lo.c, first.cols.loc);
   R.colLen = uint32_t(colLen);
   // Rows: i's coefficient, and the hull of the rest over the outer loops.
   Extents outer;
   for (size_t w = 0; w + 1 < s.walk.size(); ++w) outer[s.walk[w].name] = s.walk[w].extent;
-  const auto [lo, hi] = bounds(without(first.rows.lo, "i"), outer);
+  const auto [lo, hi] = bounds(without(first.rows.lo, "i"), outer, first.rows.loc);
   R.rowA = small(first.rows.lo.at("i"), first.rows.loc);
   R.rowLo = small(lo, first.rows.loc);
-  R.rowHi = small(hi + lengthOf(first.rows, "rows"), first.rows.loc);
+  R.rowHi = small(checkedAdd(hi, lengthOf(first.rows, "rows"), first.rows.loc), first.rows.loc);
   // Several reads of one tensor: the same block at a fixed column stride.
   R.count = uint32_t(reads.size());
   if (reads.size() > 1) {
-    const int64_t d = s.reads[reads[1]].cols.lo.c - first.cols.lo.c;
+    const int64_t d = checkedSub(s.reads[reads[1]].cols.lo.c, first.cols.lo.c, s.reads[reads[1]].cols.loc);
     for (size_t m = 1; m < reads.size(); ++m) {
       const Access& a = s.reads[reads[m]];
       if (!sameAffine(a.rows.lo, first.rows.lo) || !sameAffine(a.rows.hi, first.rows.hi) ||
-          !minus(a.cols.lo, first.cols.lo).isConstant() ||
+          !minus(a.cols.lo, first.cols.lo, a.cols.loc).isConstant() ||
           lengthOf(a.cols, "columns") != colLen)
         throw SpecError(a.loc, "reads of '" + t.name + "' by stage '" + s.name +
                                    "' must differ only by a column offset (a strided pattern)");
-      const int64_t dm = a.cols.lo.c - first.cols.lo.c;
-      if (dm != int64_t(m) * d)
+      const int64_t dm = checkedSub(a.cols.lo.c, first.cols.lo.c, a.cols.loc);
+      if (dm != checkedMul(int64_t(m), d, a.cols.loc))
         throw SpecError(a.cols.loc, "reads of '" + t.name + "' are not at a fixed column stride (offset " + str(dm) +
                                         ", expected " + str(int64_t(m) * d) + ")");
       if (d == 0 || d % p.tile[0] != 0)
@@ -206,7 +228,7 @@ Edge makeEdge(const Spec& spec, int stage, int tensor, std::vector<int> reads) {
                                         "' is not a positive multiple of producer '" + p.name + "''s tile width " +
                                         str(p.tile[0]));
     }
-    if (colA * (R.inner - 1) + colLen > d)
+    if (checkedAdd(checkedMul(colA, R.inner - 1, first.cols.loc), colLen, first.cols.loc) > d)
       throw SpecError(first.cols.loc, "the walk's columns run into the next strided read of '" + t.name + "'");
     R.stride = uint32_t(d / p.tile[0]);
   }
@@ -274,6 +296,7 @@ Model analyze(const Spec& spec) {
   m.spec = spec;
   if (spec.stages.empty()) throw SpecError({1, 1}, "the spec declares no stage");
   for (const StageDecl& s : spec.stages) {
+    checkLimits(s);
     checkShapes(spec, s);
     cusync::StageShape shape;
     shape.grid = cusync::Dim3(uint32_t(s.grid[0]), uint32_t(s.grid[1]), uint32_t(s.grid[2]));

@@ -13,8 +13,17 @@ namespace cusyncgen {
 // The text of include/cusyncgen/runtime.h, embedded at build time.
 extern const char* const kRuntimeText;
 
-// A C++ identifier from a file name: "specs/gpt3-mlp.cusync" -> "gpt3_mlp".
+// The file name without its folder and from its first '.' on: "specs/gpt3-mlp.cusync" -> "gpt3-mlp".
+std::string specStem(const std::string& specPath);
+
+// A namespace name from a file name: "specs/gpt3-mlp.cusync" -> "gpt3_mlp";
+// characters that cannot be in an identifier become '_', a leading digit
+// gets "spec_" before it, and a C++ keyword (class.cusync) a '_' after it.
 std::string namespaceFor(const std::string& specPath);
+
+// Empty when `ns` can name the generated header's namespace (identifiers,
+// not keywords, optionally nested with "::"), else what is wrong with it.
+std::string namespaceError(const std::string& ns);
 
 std::string emitHeader(const Model& m, const std::string& ns);
 

@@ -1,6 +1,7 @@
 #include "lexer.h"
 
 #include <cctype>
+#include <cstdio>
 
 #include "error.h"
 
@@ -36,7 +37,7 @@ std::vector<Token> lex(const std::string& text) {
       int64_t v = 0;
       while (i + n < text.size() && std::isdigit(static_cast<unsigned char>(text[i + n]))) {
         v = v * 10 + (text[i + n] - '0');
-        if (v > (int64_t(1) << 40)) throw SpecError(here, "number too large");
+        if (v > (int64_t(1) << 40)) throw SpecError(here, "number too large (at most 2^40 = 1099511627776)");
         ++n;
       }
       out.push_back({Tok::Number, text.substr(i, n), v, here});
@@ -45,7 +46,11 @@ std::vector<Token> lex(const std::string& text) {
       out.push_back({Tok::Punct, std::string(1, ch), 0, here});
       advance(1);
     } else {
-      throw SpecError(here, std::string("unexpected character '") + ch + "'");
+      const unsigned char u = static_cast<unsigned char>(ch);
+      char shown[8];
+      if (std::isprint(u)) std::snprintf(shown, sizeof shown, "%c", ch);
+      else std::snprintf(shown, sizeof shown, "\\x%02x", u);  // a control or non-ASCII byte, spelled out
+      throw SpecError(here, std::string("unexpected character '") + shown + "'");
     }
   }
   out.push_back({Tok::Newline, "\\n", 0, {line, col}});

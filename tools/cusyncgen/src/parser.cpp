@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "checked.h"
 #include "error.h"
 #include "lexer.h"
 
@@ -11,6 +12,11 @@ namespace {
 // Index variables of a stage: i (row tile), j (column tile) and its walk.
 constexpr const char* kRowVar = "i";
 constexpr const char* kColVar = "j";
+
+// How deeply expressions may nest (parentheses, unary minus, calls). The
+// parser recurses per level, so a limit keeps a hostile spec from
+// exhausting the stack; real specs nest a handful of levels.
+constexpr int kMaxNesting = 256;
 
 class Parser {
  public:
@@ -232,26 +238,28 @@ class Parser {
   Affine expr(const std::set<std::string>& vars) {
     Affine a = term(vars);
     while (isPunct("+") || isPunct("-")) {
-      const bool minus = next().text == "-";
+      const Token& op = next();
       Affine b = term(vars);
-      a = add(a, b, minus ? -1 : 1);
+      a = add(a, b, op.text == "-", op.loc);
     }
     return a;
   }
 
-  static Affine add(Affine a, const Affine& b, int64_t sign) {
-    a.c += sign * b.c;
+  // a + b, or a - b where `minus`.
+  static Affine add(Affine a, const Affine& b, bool minus, Loc at) {
+    a.c = minus ? checkedSub(a.c, b.c, at) : checkedAdd(a.c, b.c, at);
     for (const auto& [v, k] : b.coef) {
-      a.coef[v] += sign * k;
-      if (a.coef[v] == 0) a.coef.erase(v);
+      int64_t& x = a.coef[v];
+      x = minus ? checkedSub(x, k, at) : checkedAdd(x, k, at);
+      if (x == 0) a.coef.erase(v);
     }
     return a;
   }
 
-  static Affine scale(Affine a, int64_t k) {
-    a.c *= k;
+  static Affine scale(Affine a, int64_t k, Loc at) {
+    a.c = checkedMul(a.c, k, at);
     for (auto it = a.coef.begin(); it != a.coef.end();) {
-      it->second *= k;
+      it->second = checkedMul(it->second, k, at);
       it = it->second == 0 ? a.coef.erase(it) : std::next(it);
     }
     return a;
@@ -267,23 +275,31 @@ class Parser {
       if (op.text == "*") {
         if (!a.isConstant() && !b.isConstant())
           fail(op, "non-affine expression: product of '" + firstVar(a) + "' and '" + firstVar(b) + "'");
-        a = a.isConstant() ? scale(b, a.c) : scale(a, b.c);
+        a = a.isConstant() ? scale(b, a.c, op.loc) : scale(a, b.c, op.loc);
       } else {
         if (!b.isConstant()) fail(op, "non-affine expression: division by '" + firstVar(b) + "'");
         if (!a.isConstant()) fail(op, "non-affine expression: division of '" + firstVar(a) + "' (write the bound as a product)");
         if (b.c == 0) fail(op, "division by zero");
-        a.c = a.c / b.c;
+        if (b.c == -1) a.c = checkedMul(a.c, -1, op.loc);  // the one quotient that can overflow
+        else a.c = a.c / b.c;
       }
     }
     return a;
   }
 
   Affine unary(const std::set<std::string>& vars) {
+    if (++depth_ > kMaxNesting)
+      fail(peek(), "expression nested too deeply (more than " + std::to_string(kMaxNesting) +
+                       " levels of parentheses, unary minus or calls)");
+    Affine a;
     if (isPunct("-")) {
-      next();
-      return scale(unary(vars), -1);
+      const Token& op = next();
+      a = scale(unary(vars), -1, op.loc);
+    } else {
+      a = primary(vars);
     }
-    return primary(vars);
+    --depth_;
+    return a;
   }
 
   Affine primary(const std::set<std::string>& vars) {
@@ -325,7 +341,7 @@ class Parser {
     Affine r;
     if (fn.text == "cdiv") {
       if (y.c <= 0) fail(at, "cdiv by a non-positive number");
-      r.c = (x.c + y.c - 1) / y.c;
+      r.c = x.c >= 0 ? x.c / y.c + (x.c % y.c != 0) : x.c / y.c;  // the ceiling, without x + y - 1 overflowing
     } else if (fn.text == "min") {
       r.c = std::min(x.c, y.c);
     } else if (fn.text == "max") {
@@ -338,6 +354,7 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::map<std::string, int64_t> overrides_;
   Spec spec_;
 };

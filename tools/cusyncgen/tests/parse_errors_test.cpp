@@ -1,6 +1,9 @@
 // Malformed specs: each gives one clear error at the right line and column.
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+
 #include "error.h"
 #include "model.h"
 
@@ -34,7 +37,7 @@ std::string withLine(int line, const std::string& text) {
 struct Case {
   const char* name;
   int line;
-  const char* text;
+  std::string text;
   int errLine, errCol;
   const char* message;
 };
@@ -65,7 +68,23 @@ const Case kCases[] = {
     {"unknown_statement", 10, "  wait H", 10, 3, "unknown statement 'wait'"},
     {"redefined", 1, "param H = 3", 3, 10, "'H' is already defined"},
     {"zero_grid", 2, "stage p grid(0, 2) tile(64, 128, 32)", 2, 14, "grid must be positive"},
+    // Overflow is an error at the operator that overflows, not a wrapped value.
+    {"overflow_product", 1, "param M = 1099511627776*1099511627776 + 256", 1, 24,
+     "arithmetic overflow: 1099511627776 * 1099511627776 does not fit in 64 bits"},
+    {"overflow_sum", 1, "param M = 1099511627776*8388607 + 1099511627776*8388607", 1, 33, "arithmetic overflow"},
+    {"overflow_difference", 1, "param M = -1099511627776*8388607 - 1099511627776*8388607", 1, 34, "arithmetic overflow"},
+    {"number_too_large", 1, "param M = 1099511627777", 1, 11, "number too large"},
+    // Nesting is limited (the parser recurses per level): an error, not a stack overflow.
+    {"deep_parentheses", 1, "param M = " + std::string(300, '(') + "1" + std::string(300, ')'), 1, 267,
+     "expression nested too deeply"},
+    {"long_unary_minus", 1, "param M = " + std::string(300, '-') + "1", 1, 267, "expression nested too deeply"},
+    {"too_many_tiles", 2, "stage p grid(4096, 8192) tile(64, 128, 32)", 2, 9, "more than 16777216 tiles"},
+    {"tile_too_large", 2, "stage p grid(4, 2) tile(64, 4294967296, 32)", 2, 20, "does not fit the core's 32-bit"},
+    {"control_character", 10, "  sync H tile \x01", 10, 15, "unexpected character '\\x01'"},
 };
+
+// gtest prints a failing case's parameter by its name.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class ParseErrors : public ::testing::TestWithParam<Case> {};
 

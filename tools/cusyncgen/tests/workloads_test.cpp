@@ -2,6 +2,7 @@
 // --check; broken policies give counterexamples.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -125,6 +126,48 @@ TEST(SplitK, EveryWalkStartIsCovered) {
           }
         }
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// A check that runs out of time says so (timedOut), never a counterexample.
+TEST(Deadline, CoverageStopsUndecided) {
+  const cusyncgen::Model m = cusyncgen::compile(readSpec("gpt3_mlp"), "gpt3_mlp", {{"M", 65536}});
+  cusyncgen::CheckOptions o;
+  o.deadline = std::chrono::steady_clock::now();
+  const cusyncgen::CheckResult r = cusyncgen::checkWaits(m, o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.timedOut);
+  EXPECT_NE(r.counterexample.find("coverage of 'gemm2' <- 'gemm1' (H) at consumer tile"), std::string::npos)
+      << r.counterexample;
+}
+
+TEST(Deadline, EmulatorStopsUndecided) {
+  const cusyncgen::Model m = cusyncgen::compile(readSpec("gpt3_mlp"), "gpt3_mlp", {{"M", 65536}});
+  cusyncgen::CheckOptions o;
+  o.sms = 4;
+  o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  const cusyncgen::CheckResult r = cusyncgen::checkEmulated(m, o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.timedOut) << r.counterexample;
+  EXPECT_NE(r.counterexample.find("emulator, streams mode, run 1 of 2 after"), std::string::npos) << r.counterexample;
+}
+
+// Beyond the table limit the emulator reads the spec's maps at every step;
+// every workload still runs with every read seeing its run's data.
+TEST(Untabulated, WorkloadsRun) {
+  cusyncgen::CheckOptions o;
+  o.sms = 4;
+  o.tabulateUpTo = 0;
+  for (const char* name : kSpecs) {
+    const std::string p = name;
+    const std::string rows = p == "conv2d_chain" ? "N" : "M";
+    const cusyncgen::Model m = cusyncgen::compile(readSpec(name), name, {{rows, p == "conv2d_chain" ? 2 : 200}});
+    const cusyncgen::CheckResult r = cusyncgen::checkEmulated(m, o);
+    EXPECT_TRUE(r.ok) << name << ": " << r.counterexample;
   }
 }
 

@@ -1,0 +1,28 @@
+# cmake -DCODE=<exit status> [-DSTDERR=<regex>] [-DSTDOUT=<regex>] -P expect.cmake -- COMMAND [ARGS...]
+#
+# Runs COMMAND and fails unless it exits with CODE (a crash or time-out never
+# matches) and its stderr and stdout match the given regular expressions.
+set(cmd "")
+set(seen_dashes FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(seen_dashes)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif(CMAKE_ARGV${i} STREQUAL "--")
+    set(seen_dashes TRUE)
+  endif()
+endforeach()
+if(NOT cmd)
+  message(FATAL_ERROR "expect.cmake: no command after --")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+message("exit status: ${rc}\nstderr:\n${err}")
+if(NOT rc STREQUAL "${CODE}")
+  message(FATAL_ERROR "expected exit status ${CODE}, got '${rc}'\nstdout:\n${out}")
+endif()
+if(DEFINED STDERR AND NOT err MATCHES "${STDERR}")
+  message(FATAL_ERROR "stderr does not match '${STDERR}'")
+endif()
+if(DEFINED STDOUT AND NOT out MATCHES "${STDOUT}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT}'\nstdout:\n${out}")
+endif()
