@@ -126,11 +126,14 @@ const DeviceInfo& currentDevice() {
 }
 
 uint32_t prefetchKBlocks(uint64_t kBlocks, uint64_t kBlockBytes, uint64_t concurrentUnits) {
+  // Off unless asked for: on the H100 the prefetch's extra DRAM traffic slows
+  // the producer, which still runs, by more than it saves the waiting units
+  // (docs/design.md, "Waits off the loading thread").
+  static const bool on = envInt(kEnvPrefetchB) > 0;
+  if (!on) return 0;
   // The L2 share that units waiting on their inputs may fill with prefetched
   // weights: the rest holds the producer's traffic and the activations.
   constexpr double kPrefetchL2Share = 0.6;
-  static const bool off = envSwitchOff(kEnvPrefetchB);
-  if (off) return 0;
   const double budget = kPrefetchL2Share * static_cast<double>(currentDevice().l2Bytes) /
                         (static_cast<double>(std::max<uint64_t>(1, concurrentUnits)) * static_cast<double>(kBlockBytes));
   return static_cast<uint32_t>(std::min<uint64_t>(kBlocks, static_cast<uint64_t>(budget)));
