@@ -16,10 +16,7 @@ class FusedPair final : public SyncedPair {
   void launch(const Buffers& b, cudaStream_t s, cusync::LaunchMode) override {
     using cusync_gemm::Epilogue;
     using Fams = cusync_gemm::Families<cusync_gemm::Family::Bf16NK>;
-    cusync_gemm::GemmArgs a1 = st_.plan.g1.args;
-    a1.A = b.X, a1.B = b.W1, a1.C = b.H, a1.trace = b.trace1;
-    cusync_gemm::GemmArgs a2 = st_.plan.g2.args;
-    a2.A = b.H, a2.B = b.W2, a2.C = b.Y, a2.trace = b.trace2;
+    const cusync_gemm::GemmArgs a1 = st_.gemm1Args(b), a2 = st_.gemm2Args(b);
     cusync_gemm::gemmFused<Fams, cusync_gemm::Epilogues<Epilogue::Gelu, Epilogue::SwiGLU>,
                            cusync_gemm::Epilogues<Epilogue::Identity>>(a1, st_.prod, a2, st_.cons, sched_, s);
   }

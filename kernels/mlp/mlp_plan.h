@@ -117,6 +117,17 @@ struct StagePair {
     applyOrder(cons, pl.g2.order);
     cusync::pair(prod, cons);
   }
+  // The two GEMMs' arguments on the buffers of one run.
+  cusync_gemm::GemmArgs gemm1Args(const Buffers& b) const {
+    cusync_gemm::GemmArgs a = plan.g1.args;
+    a.A = b.X, a.B = b.W1, a.C = b.H, a.trace = b.trace1;
+    return a;
+  }
+  cusync_gemm::GemmArgs gemm2Args(const Buffers& b) const {
+    cusync_gemm::GemmArgs a = plan.g2.args;
+    a.A = b.H, a.B = b.W2, a.C = b.Y, a.trace = b.trace2;
+    return a;
+  }
 };
 
 }  // namespace cusync_mlp

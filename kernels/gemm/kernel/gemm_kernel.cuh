@@ -14,9 +14,11 @@
 //   output policy.
 //
 // The cusync hooks: the scheduler takes tiles with cusync::tileElected /
-// ticketElected (the tile hook); cusync::waitElected runs before each load of
-// A (the wait hook); consumer thread 128 calls cusync::postElected once the
-// tile's stores are complete (the post hook).
+// ticketElected (the tile hook); the wait hook runs ahead of each load of A,
+// in the waiter (cusync::waitSpanOf / awaitSpan, WaitQueue::resolveUnit) or,
+// in a kernel whose stages wait on nothing, as cusync::waitElected in the
+// loader; consumer thread 128 calls cusync::postElected once the tile's
+// stores are complete (the post hook).
 //
 // A kernel runs one stage, or two as one persistent grid (a fused pipeline,
 // cusync/fused.h): every unit carries its stage, and the per-unit code runs
@@ -159,28 +161,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           const Unit u = sched.next();
           queue.push(i, u);
           if (!u.w.valid) break;
-          withStage(kp, u.stage, [&](auto, const auto& sp) {
-            using View = typename std::remove_reference_t<decltype(sp)>::View;
-            if constexpr (cusync::policy::isNoSync<typename View::In>) {
-              resolved += static_cast<uint32_t>(u.kb1 - u.kb0);  // a stage that waits on nothing
-              queue.publishReady(resolved);
-            } else {
-              const int32_t mTile = static_cast<int32_t>(u.w.tile.y * kRowsPerTile);
-              const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
-              uint32_t published = resolved;
-              for (int kb = u.kb0; kb < u.kb1; ++kb) {
-                // The wait hook, in its two halves: most k-blocks read no new
-                // producer tile and need no wait.
-                const cusync::SemSpan span = cusync::waitSpanOf(sp.view, ALoader::read(kb * kBK, mTile, walkStart));
-                if (!span.empty()) {
-                  if (published != resolved) queue.publishReady(published = resolved);
-                  cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
-                }
-                if (++resolved - published >= WaitQueue::kPublishEvery) queue.publishReady(published = resolved);
-              }
-              queue.publishReady(resolved);
-            }
-          });
+          withStage(kp, u.stage, [&](auto, const auto& sp) { queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved); });
           queue.awaitTicketPoint(i);
           sched.beforeLoads(u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0, u);
         }

@@ -8,7 +8,9 @@
 // counter before each load of A, so a satisfied wait costs it one
 // shared-memory load: measured in the loading thread, evaluating the policy
 // took ~0.3 us per k-block (RowSync) and a wait with its fence ~3 us (TileSync),
-// the fence waiting behind the TMA loads in flight.
+// the fence waiting behind the TMA loads in flight. The count is published
+// in bulk (kPublishEvery): per k-block, the release/acquire round trips cost
+// a RowSync consumer tile ~13 us at M >= 2048.
 //
 // The fence may run in the waiter: a proxy fence orders memory operations
 // that precede it in causality order before async-proxy operations that
@@ -26,6 +28,8 @@
 
 #include <cstdint>
 
+#include "cusync/device.h"
+#include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/kernel/sm90.cuh"
 #include "kernels/gemm/schedule/unit.cuh"
 
@@ -81,6 +85,31 @@ class WaitQueue {
     uint32_t r = readyCount();
     while (r < n) r = readyCount();
     return r;
+  }
+
+  // Waiter: waits for the inputs of unit u's k-blocks, a stage tile of
+  // kRowsPerTile rows whose A is read through ALoader, with the stage's
+  // parameters sp; `resolved` counts k-blocks over all units. The wait hook
+  // runs in its two halves: most k-blocks read no new producer tile and need
+  // no wait.
+  template <class ALoader, int kRowsPerTile, class SP>
+  __device__ __forceinline__ void resolveUnit(const SP& sp, const Unit& u, uint32_t& resolved) {
+    if constexpr (cusync::policy::isNoSync<typename SP::View::In>) {
+      resolved += static_cast<uint32_t>(u.kb1 - u.kb0);  // a stage that waits on nothing
+    } else {
+      const int32_t mTile = static_cast<int32_t>(u.w.tile.y * kRowsPerTile);
+      const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+      uint32_t published = resolved;
+      for (int kb = u.kb0; kb < u.kb1; ++kb) {
+        const cusync::SemSpan span = cusync::waitSpanOf(sp.view, ALoader::read(kb * kBK, mTile, walkStart));
+        if (!span.empty()) {
+          if (published != resolved) publishReady(published = resolved);
+          cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
+        }
+        if (++resolved - published >= kPublishEvery) publishReady(published = resolved);
+      }
+    }
+    publishReady(resolved);
   }
 
  private:
