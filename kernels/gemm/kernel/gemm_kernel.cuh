@@ -163,7 +163,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           if (!u.w.valid) break;
           withStage(kp, u.stage, [&](auto, const auto& sp) { queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved); });
           queue.awaitTicketPoint(i);
-          sched.beforeLoads(u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0, u);
+          sched.beforeLoads(u.ticketPoint(), u);
         }
       }
     }
@@ -196,7 +196,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             if (sp.prefetchKBlocks > 0 && readyCached < loaded + 1 && (readyCached = queue.readyCount()) < loaded + 1)
               prefetchB<BN, TransB>(&sp.tmB, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
-          [[maybe_unused]] const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
+          [[maybe_unused]] const int kbTicket = u.ticketPoint();
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
             if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
             if constexpr (kWaits) {

@@ -42,8 +42,7 @@ class FusedUnits {
   }
 
   __device__ __forceinline__ void beforeLoads(int kb, const Unit& u) {
-    const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
-    if (kb == kbTicket) nextTicket_ = cusync::CudaBackend::takeTicket(kp_.fused.tickets);
+    if (kb == u.ticketPoint()) nextTicket_ = cusync::CudaBackend::takeTicket(kp_.fused.tickets);
   }
 
   __device__ __forceinline__ UnitFinish finishOf(const Unit& u) const {

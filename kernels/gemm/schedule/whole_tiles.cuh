@@ -25,8 +25,6 @@
 
 namespace cusync_gemm::detail {
 
-constexpr int kTicketLead = 3;  // k-blocks before a tile's end at which the next ticket is taken
-
 template <class View>
 constexpr bool kNoSyncView = cusync::policy::isNoSync<typename View::In> && cusync::policy::isNoSync<typename View::Out>;
 
@@ -91,8 +89,7 @@ class WholeTiles {
 
   // Producer thread, before the loads of k-block kb of unit u.
   __device__ __forceinline__ void beforeLoads(int kb, const Unit& u) {
-    const int kbTicket = u.kb1 - kTicketLead > u.kb0 ? u.kb1 - kTicketLead : u.kb0;
-    if (link.rank() == 0 && kb == kbTicket && !staticAll_) nextTicket_ = cusync::ticketElected(view_);
+    if (link.rank() == 0 && kb == u.ticketPoint() && !staticAll_) nextTicket_ = cusync::ticketElected(view_);
   }
 
   // Unit i of the stage in run `run` (a fused kernel's counter decodes it).
