@@ -17,12 +17,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,9 +138,29 @@ double measureBandwidthTBs(cudaStream_t s, int iters) {
 //           (their span minus their waits): the overlap achieved;
 //   g2start: when GEMM2's first tile began, after GEMM1's first (ms);
 //   wait:   mean and max time a GEMM2 tile spent waiting on GEMM1 (us).
+//   period: from the previous run's first GEMM1 block to this run's (us),
+//           runs launched back to back: the time a run costs in steady state;
+//   gap:    from the previous run's last GEMM2 block exit to this run's
+//           first GEMM1 block entry (us): the boundary between runs.
 struct TraceStats {
   double tailMs = NAN, idle = NAN, filled = NAN, g2StartMs = NAN, waitMeanUs = NAN, waitMaxUs = NAN;
+  double periodUs = NAN, gapUs = NAN;
 };
+
+// The steady-state period and the run boundary (TraceStats) from two
+// consecutive traced runs.
+void analyzeBoundary(TraceStats& st, const std::vector<cusync_gemm::TileTrace>& prev1,
+                     const std::vector<cusync_gemm::TileTrace>& prev2, const std::vector<cusync_gemm::TileTrace>& t1) {
+  unsigned long long prevEntry = ~0ull, entry = ~0ull, prevExit = 0;
+  for (const auto& r : prev1)
+    if (r.blockEntry != 0) prevEntry = std::min(prevEntry, r.blockEntry);
+  for (const auto& r : prev2) prevExit = std::max(prevExit, r.blockExit);
+  for (const auto& r : t1)
+    if (r.blockEntry != 0) entry = std::min(entry, r.blockEntry);
+  if (prevEntry == ~0ull || entry == ~0ull || prevExit == 0) return;
+  st.periodUs = (double(entry) - double(prevEntry)) * 1e-3;
+  st.gapUs = (double(entry) - double(prevExit)) * 1e-3;
+}
 
 TraceStats analyze(const std::vector<cusync_gemm::TileTrace>& t1, const std::vector<cusync_gemm::TileTrace>& t2,
                    int sms) {
@@ -149,8 +171,11 @@ TraceStats analyze(const std::vector<cusync_gemm::TileTrace>& t1, const std::vec
     if (done(r)) t0 = std::min(t0, r.start), g1End = std::max(g1End, r.end);
   if (g1End == 0) return st;
   std::vector<unsigned long long> last(sms, t0);
-  for (const auto& r : t1)
-    if (done(r) && r.sm < unsigned(sms)) last[r.sm] = std::max(last[r.sm], r.end);
+  for (const auto& r : t1) {
+    if (!done(r)) continue;
+    if (r.sm < unsigned(sms)) last[r.sm] = std::max(last[r.sm], r.end);
+    if (r.peerSm != 0 && r.peerSm <= unsigned(sms)) last[r.peerSm - 1] = std::max(last[r.peerSm - 1], r.end);
+  }
   const unsigned long long tailStart = *std::min_element(last.begin(), last.end());
   double idleNs = 0;
   for (unsigned long long l : last) idleNs += double(g1End - l);
@@ -174,6 +199,33 @@ TraceStats analyze(const std::vector<cusync_gemm::TileTrace>& t1, const std::vec
   st.waitMeanUs = waitSum / n2 * 1e-3;
   st.waitMaxUs = waitMax * 1e-3;
   return st;
+}
+
+// Traced runs, tile by tile, as CSV: times in ns from the first run's first
+// GEMM1 tile; sm2 is a cluster pair's second SM (-1: none).
+using RunTrace = std::pair<std::vector<cusync_gemm::TileTrace>, std::vector<cusync_gemm::TileTrace>>;
+void writeTraceCsv(const std::string& path, const std::vector<RunTrace>& runs) {
+  unsigned long long t0 = ~0ull;
+  for (const auto& r : runs.front().first)
+    if (r.start != 0) t0 = std::min(t0, r.start);
+  auto rel = [&](unsigned long long t) { return t == 0 ? std::string() : std::to_string((long long)(t - t0)); };
+  std::string text = "run,gemm,index,start,wait_ns,mma_start,mma_ns,end,sm,sm2,setup_ns,block_entry,block_exit\n";
+  for (size_t run = 0; run < runs.size(); ++run) {
+    for (int g = 0; g < 2; ++g) {
+      const auto& t = g == 0 ? runs[run].first : runs[run].second;
+      for (size_t i = 0; i < t.size(); ++i) {
+        const auto& r = t[i];
+        if (r.start == 0 && r.end == 0) continue;
+        text += std::to_string(run) + "," + std::to_string(g + 1) + "," + std::to_string(i) + "," + rel(r.start) +
+                "," + std::to_string(r.waitNs) + "," + rel(r.mmaStart) + "," + std::to_string(r.mmaNs) + "," +
+                rel(r.end) + "," + std::to_string(r.sm) + "," + std::to_string(int(r.peerSm) - 1) + "," +
+                std::to_string(r.setupNs) + "," + rel(r.blockEntry) + "," + rel(r.blockExit) + "\n";
+      }
+    }
+  }
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write '" + path + "'");
 }
 
 struct Row {
@@ -287,9 +339,14 @@ int benchMlp(const MlpBenchOptions& o) {
     // Per-tile trace buffers, sized for the smallest tiles (64 x 128).
     const size_t traceN1 = size_t((maxM + 63) / 64) * size_t((d.N1 + 127) / 128);
     const size_t traceN2 = size_t((maxM + 63) / 64) * size_t((d.N2 + 127) / 128);
-    cusync_gemm::TileTrace *tr1, *tr2;
-    CUDA_OK(cudaMalloc(&tr1, traceN1 * sizeof(cusync_gemm::TileTrace)));
-    CUDA_OK(cudaMalloc(&tr2, traceN2 * sizeof(cusync_gemm::TileTrace)));
+    // kTracedRuns back-to-back traced runs, each into buffers of its own: the
+    // last two show a run in steady state and the boundary before it.
+    constexpr int kTracedRuns = 6;
+    std::vector<cusync_gemm::TileTrace*> tr1(kTracedRuns), tr2(kTracedRuns);
+    for (int r = 0; r < kTracedRuns; ++r) {
+      CUDA_OK(cudaMalloc(&tr1[r], traceN1 * sizeof(cusync_gemm::TileTrace)));
+      CUDA_OK(cudaMalloc(&tr2[r], traceN2 * sizeof(cusync_gemm::TileTrace)));
+    }
     for (int64_t M : tokens) {
       std::fprintf(stderr, "[mlp] %s M=%lld (%s): checking and timing %zu variants\n", mname.c_str(), (long long)M,
                    (mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync) + ", fused " +
@@ -339,19 +396,38 @@ int benchMlp(const MlpBenchOptions& o) {
             ms[i] = std::min(ms[i], timeVariant(mlp, M, b, sp, s, iters, o.graph));
           }
         }
-        // One traced run per variant (after timing: tracing adds a few stores per tile).
+        // Traced runs per variant, after timing (tracing adds a few stores per
+        // tile): back to back, the last one analyzed.
         for (size_t i = 0; i < specs.size(); ++i) {
           if (!ok[i] || specs[i].v == Variant::Cublas) continue;
-          CUDA_OK(cudaMemsetAsync(tr1, 0, traceN1 * sizeof(cusync_gemm::TileTrace), s));
-          CUDA_OK(cudaMemsetAsync(tr2, 0, traceN2 * sizeof(cusync_gemm::TileTrace), s));
-          Buffers bt = b;
-          bt.trace1 = tr1, bt.trace2 = tr2;
-          mlp.run(M, bt, specs[i].v, s, specs[i].o, specs[i].pdl);
+          for (int r = 0; r < kTracedRuns; ++r) {
+            CUDA_OK(cudaMemsetAsync(tr1[r], 0, traceN1 * sizeof(cusync_gemm::TileTrace), s));
+            CUDA_OK(cudaMemsetAsync(tr2[r], 0, traceN2 * sizeof(cusync_gemm::TileTrace), s));
+          }
           CUDA_OK(cudaStreamSynchronize(s));
-          std::vector<cusync_gemm::TileTrace> h1(traceN1), h2(traceN2);
-          CUDA_OK(cudaMemcpy(h1.data(), tr1, h1.size() * sizeof(h1[0]), cudaMemcpyDeviceToHost));
-          CUDA_OK(cudaMemcpy(h2.data(), tr2, h2.size() * sizeof(h2[0]), cudaMemcpyDeviceToHost));
+          for (int r = 0; r < kTracedRuns; ++r) {
+            Buffers bt = b;
+            bt.trace1 = tr1[r], bt.trace2 = tr2[r];
+            mlp.run(M, bt, specs[i].v, s, specs[i].o, specs[i].pdl);
+          }
+          CUDA_OK(cudaStreamSynchronize(s));
+          auto download = [&](const cusync_gemm::TileTrace* d, size_t n) {
+            std::vector<cusync_gemm::TileTrace> h(n);
+            CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(h[0]), cudaMemcpyDeviceToHost));
+            return h;
+          };
+          const auto h1 = download(tr1[kTracedRuns - 1], traceN1), h2 = download(tr2[kTracedRuns - 1], traceN2);
           traces[i] = analyze(h1, h2, prop.multiProcessorCount);
+          analyzeBoundary(traces[i], download(tr1[kTracedRuns - 2], traceN1), download(tr2[kTracedRuns - 2], traceN2),
+                          h1);
+          if (!o.traceDir.empty()) {
+            std::string name = specs[i].name;
+            for (char& c : name)
+              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+            std::vector<RunTrace> runs;
+            for (int r = 0; r < kTracedRuns; ++r) runs.emplace_back(download(tr1[r], traceN1), download(tr2[r], traceN2));
+            writeTraceCsv(o.traceDir + "/" + mname + "-m" + std::to_string(M) + "-" + name + ".csv", runs);
+          }
         }
         det.g1 = bench::medianMs([&](int) { mlp.gemm1(M, b, s); }, iters, s);
         det.g2 = bench::medianMs([&](int) { mlp.gemm2(M, b, s); }, iters, s);
@@ -383,8 +459,10 @@ int benchMlp(const MlpBenchOptions& o) {
                       baseMs / ms[i], roofMs / ms[i], err[i]);
           const TraceStats& t = traces[i];
           if (std::isfinite(t.tailMs))
-            std::printf("  | gemm1 tail %.3f ms, idle %2.0f%%, filled %2.0f%%, gemm2 from %.3f ms, wait/tile %.1f us (max %.0f)",
-                        t.tailMs, 100 * t.idle, 100 * t.filled, t.g2StartMs, t.waitMeanUs, t.waitMaxUs);
+            std::printf("  | gemm1 tail %.3f ms, idle %2.0f%%, filled %2.0f%%, gemm2 from %.3f ms, wait/tile %.1f us (max "
+                        "%.0f), run period %.1f us, gap %.1f us",
+                        t.tailMs, 100 * t.idle, 100 * t.filled, t.g2StartMs, t.waitMeanUs, t.waitMaxUs, t.periodUs,
+                        t.gapUs);
           std::printf("\n");
         }
       }
@@ -394,7 +472,8 @@ int benchMlp(const MlpBenchOptions& o) {
                         checkOnly ? NAN : roofMs / ms[i], err[i], checkOnly ? NAN : cublasMs / ms[i],
                         checkOnly ? NAN : nosyncMs / ms[i], bool(ok[i]), traces[i]});
     }
-    cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y), cudaFree(tr1), cudaFree(tr2);
+    cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y);
+    for (int r = 0; r < kTracedRuns; ++r) cudaFree(tr1[r]), cudaFree(tr2[r]);
   }
 
   // Summary: per M the winning cusync variant (synchronized or fused)
@@ -416,7 +495,12 @@ int benchMlp(const MlpBenchOptions& o) {
           else if (r.variant == "nosync") ns = &r;
           else if (!best || r.ms < best->ms) best = &r;
         }
-        if (!best || !cb || !ns) continue;
+        if (!best || !cb || !ns) {
+          std::printf("%-6s %6lld  (no summary row: it needs the cublas and nosync variants and one cusync variant, "
+                      "all passing their checks)\n",
+                      mname.c_str(), (long long)M);
+          continue;
+        }
         std::printf("%-6s %6lld %8.3f %8.3f %18s %8.3f %8.3f %8.3f %8.3f %5.2f %9.3f %5.0f%% %6.0f%% %8.1f%s\n",
                     mname.c_str(), (long long)M, cb->ms, ns->ms, best->variant.c_str(), best->ms, best->speedup,
                     best->vsCublas, best->vsNosync, best->eff, best->tr.tailMs, 100 * best->tr.idle,
@@ -462,7 +546,9 @@ int benchMlp(const MlpBenchOptions& o) {
                               {"tail_filled", r.tr.filled},
                               {"gemm2_start_ms", r.tr.g2StartMs},
                               {"wait_per_tile_us", r.tr.waitMeanUs},
-                              {"wait_max_us", r.tr.waitMaxUs}});
+                              {"wait_max_us", r.tr.waitMaxUs},
+                              {"run_period_us", r.tr.periodUs},
+                              {"run_gap_us", r.tr.gapUs}});
   doc["singles"] = nlohmann::ordered_json::array();
   for (const Detail& t : details)
     doc["singles"].push_back({{"model", t.model},

@@ -15,6 +15,7 @@ struct MlpBenchOptions {
   std::string json = "mlp_bench.json", csv = "mlp_bench.csv";
   bool checkOnly = false;
   bool graph = false;  // time every variant as a replayed CUDA graph
+  std::string traceDir;  // non-empty: each variant's traced run, tile by tile, as DIR/MODEL-mM-VARIANT.csv
 };
 
 // Empty when `variant` (e.g. "rowsync:grouped@serial") names a variant, else why not.

@@ -84,6 +84,11 @@ void addMlp(CLI::App& app, MlpBenchOptions& o) {
   c->add_flag("--graph", o.graph,
               "time every variant as a replayed CUDA graph of one run (as inference servers run them) instead of\n"
               "back-to-back launches");
+  c->add_option("--trace-dir", o.traceDir,
+                 "write each variant's traced runs (back to back) tile by tile (both GEMMs: start, waits, MMA, end,\n"
+                 "SMs; ns from the first run's first GEMM1 tile) to DIR/MODEL-mM-VARIANT.csv")
+      ->check(CLI::ExistingDirectory)
+      ->type_name("DIR");
   c->footer(kExitStatus);
 }
 

@@ -17,6 +17,7 @@ inline constexpr const char* kEnvStaticAll = "CUSYNC_GEMM_STATIC_ALL";
 inline constexpr const char* kEnvEvictFirst = "CUSYNC_GEMM_B_EVICT_FIRST";
 inline constexpr const char* kEnvOrderGroup = "CUSYNC_GEMM_ORDER_GROUP";
 inline constexpr const char* kEnvPrefetchB = "CUSYNC_GEMM_PREFETCH_B";
+inline constexpr const char* kEnvStageStatic = "CUSYNC_GEMM_STAGE_STATIC";
 
 inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
@@ -25,6 +26,7 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvStaticAll, "=0: gemm()'s WholeTiles blocks take later tiles by ticket, not block b tiles b, b + blocks, ..."},
     {kEnvEvictFirst, "=0: B's loads never carry the L2 evict-first hint"},
     {kEnvOrderGroup, "=n: gemm() walks its tiles in bands of n tile rows (default 8; 6 for 128x168)"},
+    {kEnvStageStatic, "=0: a pipeline's GEMM stages always take their tiles by ticket, never block b tiles b, b + G, ..."},
     {kEnvPrefetchB, "=1: a gemm() stage that waits on its inputs prefetches its weights into L2 meanwhile (off: slower on H100)"},
 };
 

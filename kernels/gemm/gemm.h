@@ -65,6 +65,8 @@ struct TileTrace {
   unsigned int setupNs;           // set in the block's first unit only, if it starts at k = 0: its start until its first ticket
   unsigned long long blockEntry;  // the block that finished the tile started (its first instruction)
   unsigned long long blockExit;   // set in the block's last tile only: the block is about to exit
+  unsigned int peerSm;            // a cluster pair's tile: SM of the second block plus one (0: no second block)
+  unsigned int reserved;
 };
 
 struct GemmArgs {

@@ -301,6 +301,8 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             link.afterPost();
           }
         }
+        // A pair's second block names its SM, so that tail analyses count both SMs of a pair tile.
+        if (tracing && threadIdx.x == 128 && rank == 1 && fin.store) sp.trace[work.index].peerSm = smId() + 1;
         if (tracing && threadIdx.x == 128 && rank == 0 && fin.store) {
           sp.trace[work.index].end = globalTimer();
           sp.trace[work.index].sm = smId();

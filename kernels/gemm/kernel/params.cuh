@@ -26,7 +26,7 @@ struct EpilogueParams {
 };
 
 // Launch choices the kernel reads at run time. gemm() sets them for its own
-// NoSync stages; stages of a pipeline leave them off.
+// NoSync stages; a pipeline's stages set only staticRuns.
 struct KernelFlags {
   // Launched as a programmatic dependent of the previous kernel in the
   // stream: every thread waits for that grid before touching global memory,
@@ -40,6 +40,18 @@ struct KernelFlags {
   // b + 2 blocks, ...: the blocks that share a B column stay neighbours in
   // every wave (later waves taken by ticket ran 6-9% slower at 176 columns).
   bool staticAll = false;
+  // A stage with a policy, WholeTiles and ClusterPair only: block (or pair)
+  // b computes tiles b, b + G, b + 2G, ... of the stage order (G ticket
+  // takers), as gemm()'s own launches do, and takes its run number from one
+  // atomic per run that adds its tile count plus one, so a run still takes
+  // the stage's tickets per run. Blocks then wait on tiles that no block may
+  // have started yet: only for launches where every block of the stages
+  // waited on is resident or done before a waiting block starts (Serial and
+  // Pdl pipelines, whose producers trigger at block start). gemm(args,
+  // stage, pipeline) picks it (gemm_staged.cuh): tickets measured 10-25%
+  // slower at LLaMA M = 512-1024 (H100) where a stage's blocks start
+  // together.
+  bool staticRuns = false;
   // B's TMA loads carry an L2 evict-first policy: the weights stream through
   // L2 once per band, and A, C and the split partials should outlive them.
   bool bEvictFirst = false;

@@ -11,8 +11,12 @@
 // gemm()'s own NoSync stages need no run numbers: each block starts on the
 // tile at its own index (KernelFlags::staticFirst), later tiles count from
 // the first tile no block starts with, and with staticAll block b takes tiles
-// b, b + blocks, ... without any ticket.
+// b, b + blocks, ... without any ticket. Stages with a policy take the same
+// static tiles with KernelFlags::staticRuns, and their run number from one
+// atomic per block and run.
 #pragma once
+
+#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -21,6 +25,7 @@
 #include "cusync/policy/no_sync.h"
 #include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/schedule/partials.cuh"
+#include "kernels/gemm/schedule/static_tiles.h"
 #include "kernels/gemm/schedule/unit.cuh"
 
 namespace cusync_gemm::detail {
@@ -50,8 +55,9 @@ class WholeTiles {
                                         bool = true)
       : view_(view),
         kIters_(kIters),
-        staticFirst_(kNoSyncView<View> && f.staticFirst),
-        staticAll_(staticFirst_ && f.staticAll && Link::kSize == 1) {}
+        staticRuns_(!kNoSyncView<View> && f.staticRuns),
+        staticFirst_((kNoSyncView<View> && f.staticFirst) || staticRuns_),
+        staticAll_(staticRuns_ || (staticFirst_ && f.staticAll && Link::kSize == 1)) {}
 
   Link link;
 
@@ -60,7 +66,21 @@ class WholeTiles {
   __device__ __forceinline__ void takeFirst() {
     if (staticFirst_) {
       cusync::CudaBackend::triggerDependents();  // the ticket path triggers in tileElected()
-      if (link.rank() == 0) first_ = staticTile(view_, Link::kSize == 2 ? blockIdx.x / 2 : blockIdx.x);
+      if (link.rank() == 0) {
+        const uint32_t taker = blockIdx.x / Link::kSize;
+        uint32_t run = 1;
+        if (staticRuns_) {
+          // This taker's tiles plus its closing ticket: the takers of a run
+          // add up to the stage's tickets per run.
+          const uint32_t tiles = staticTileCount(taker, gridDim.x / Link::kSize, view_.numTiles);
+          const unsigned long long before =
+              cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*view_.tickets)
+                  .fetch_add(tiles + 1, cuda::memory_order_relaxed);
+          run = staticRunOf(before, view_.ticketsPerRun);
+          if (taker == 0 && view_.started != nullptr) cusync::CudaBackend::storeRelease(view_.started, run);
+        }
+        first_ = staticTile(view_, taker, run);
+      }
     } else if (link.rank() == 0) {
       first_ = cusync::tileElected(view_);
     }
@@ -74,7 +94,7 @@ class WholeTiles {
       if (haveFirst_) {
         u.w = first_;
       } else if (staticAll_) {
-        u.w = staticTile(view_, lastIndex_ + gridDim.x);
+        u.w = staticTile(view_, lastIndex_ + gridDim.x / Link::kSize, first_.run);
       } else {
         u.w = tileOf(nextTicket_);
       }
@@ -125,7 +145,7 @@ class WholeTiles {
 
   const View& view_;
   int kIters_;
-  bool staticFirst_, staticAll_;
+  bool staticRuns_, staticFirst_, staticAll_;
   bool haveFirst_ = true;
   cusync::TileWork first_{};
   unsigned long long nextTicket_ = 0;

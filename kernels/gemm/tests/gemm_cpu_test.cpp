@@ -8,6 +8,7 @@
 #include "cusync/error.h"
 #include "cusync/tile_order.h"
 #include "kernels/gemm/schedule/k_cut_range.h"
+#include "kernels/gemm/schedule/static_tiles.h"
 #include "kernels/gemm/gemm.h"
 
 using namespace cusync_gemm;
@@ -278,6 +279,46 @@ TEST(GemmConfig, SplitOverrideAndBlocks) {
 // block writes at most one partial); the part with the first k-block is the
 // last unit of its group and finds the other parts in exactly the groups
 // after it up to kCutGroupOf(the tile's last k-block).
+// Static tiles (KernelFlags::staticRuns): the takers cover every tile once,
+// a run takes the stage's tickets per run (numTiles + takers), and every
+// taker of run r reads run r from the counter, whatever order they add in.
+TEST(GemmStaticTiles, TakersCoverTilesAndCountRuns) {
+  uint32_t seed = 12345;
+  auto rnd = [&](uint32_t n) {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) % n;
+  };
+  for (uint32_t numTiles : {1u, 7u, 128u, 129u, 384u, 1000u}) {
+    for (uint32_t takers : {1u, 3u, 64u, 66u, 128u, 132u}) {
+      std::vector<int> seen(numTiles, 0);
+      uint64_t perRun = 0;
+      for (uint32_t b = 0; b < takers; ++b) {
+        const uint32_t n = cusync_gemm::detail::staticTileCount(b, takers, numTiles);
+        for (uint32_t i = 0; i < n; ++i) {
+          const uint32_t tile = b + i * takers;
+          ASSERT_LT(tile, numTiles) << "taker " << b << " of " << takers;
+          ++seen[tile];
+        }
+        EXPECT_GE(b + n * takers, numTiles) << "taker " << b << " stops early";
+        perRun += n + 1;
+      }
+      for (uint32_t t = 0; t < numTiles; ++t) ASSERT_EQ(seen[t], 1) << "tile " << t;
+      const uint32_t ticketsPerRun = numTiles + takers;
+      ASSERT_EQ(perRun, ticketsPerRun);
+      unsigned long long counter = 0;
+      for (uint32_t run = 1; run <= 4; ++run) {
+        std::vector<uint32_t> order(takers);
+        for (uint32_t b = 0; b < takers; ++b) order[b] = b;
+        for (uint32_t b = takers; b > 1; --b) std::swap(order[b - 1], order[rnd(b)]);
+        for (uint32_t b : order) {
+          EXPECT_EQ(cusync_gemm::detail::staticRunOf(counter, ticketsPerRun), run);
+          counter += cusync_gemm::detail::staticTileCount(b, takers, numTiles) + 1;
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmKCut, CutsCoverEveryKBlockOnce) {
   using cusync_gemm::detail::kCutBegin;
   using cusync_gemm::detail::kCutGroupOf;
