@@ -198,6 +198,275 @@ TEST(Policies, Conv2DTileSyncCoversTheFilterHalo) {
       }
 }
 
+namespace {
+
+// Convolutions of every geometry the policy takes: each output pixel's reads
+// enumerated from the convolution's definition (not from the policy's
+// unclipped bounds), step by step along the consumer's k walk.
+struct ConvCase {
+  uint32_t N, H, W, C, R, stride;
+  uint32_t consBM, prodBM, prodBN, bk;
+};
+
+std::string describe(const ConvCase& c) {
+  return "N=" + std::to_string(c.N) + " H=" + std::to_string(c.H) + " W=" + std::to_string(c.W) +
+         " C=" + std::to_string(c.C) + " R=S=" + std::to_string(c.R) + " stride=" + std::to_string(c.stride) +
+         " BM=" + std::to_string(c.consBM) + " producer BM=" + std::to_string(c.prodBM) +
+         " BN=" + std::to_string(c.prodBN) + " BK=" + std::to_string(c.bk);
+}
+
+policy::Conv2DTileSync convPolicy(const ConvCase& c) {
+  policy::Conv2DTileSync pol;
+  pol.R = pol.S = c.R;
+  pol.padH = pol.padW = c.R / 2;
+  pol.C = c.C;
+  pol.H = c.H;
+  pol.W = c.W;
+  pol.strideH = pol.strideW = c.stride;
+  pol.N = c.N;
+  return pol;
+}
+
+struct ConvStages {
+  StageShape prod, cons;
+  uint32_t outPixels;
+};
+
+// The producer writes N*H*W pixels x C channels; the consumer N*Ho*Wo pixels
+// (its output channels do not matter to the waits: one column tile).
+ConvStages convStages(const ConvCase& c) {
+  const policy::Conv2DTileSync pol = convPolicy(c);
+  const uint32_t out = c.N * pol.outH() * pol.outW();
+  ConvStages s;
+  s.prod = StageShape{Dim3(ceilDiv(c.C, c.prodBN), ceilDiv(c.N * c.H * c.W, c.prodBM)), Dim3(c.prodBN, c.prodBM, 1)};
+  s.cons = StageShape{Dim3(1, ceilDiv(out, c.consBM)), Dim3(64, c.consBM, c.bk)};
+  s.outPixels = out;
+  return s;
+}
+
+// Producer row tiles that output pixels [row, row + BM) read at filter
+// position (r, s): every pixel's input inside the image, nothing in the padding.
+std::set<uint32_t> convRowTilesRead(const ConvCase& c, uint32_t Ho, uint32_t Wo, uint32_t row, uint32_t r, uint32_t s,
+                                    const ConvStages& st) {
+  std::set<uint32_t> tiles;
+  const int64_t pad = c.R / 2;
+  for (uint32_t p = row; p < std::min(row + c.consBM, st.outPixels); ++p) {
+    const uint32_t n = p / (Ho * Wo), ho = p % (Ho * Wo) / Wo, wo = p % Wo;
+    const int64_t hi = int64_t(ho) * c.stride + r - pad, wi = int64_t(wo) * c.stride + s - pad;
+    if (hi < 0 || hi >= c.H || wi < 0 || wi >= c.W) continue;
+    tiles.insert(uint32_t(((int64_t(n) * c.H + hi) * c.W + wi) / c.prodBM));
+  }
+  return tiles;
+}
+
+// The first read of the walk from walkStart that is not covered by a wait at
+// or before its step, described; empty when every read is covered.
+template <class P>
+std::string firstUncoveredConvRead(const P& pol, const ConvCase& c, uint32_t walkStart) {
+  const ConvStages st = convStages(c);
+  const uint32_t Ho = (c.H + 2 * (c.R / 2) - c.R) / c.stride + 1, Wo = (c.W + 2 * (c.R / 2) - c.R) / c.stride + 1;
+  const uint32_t gx = st.prod.grid.x, gy = st.prod.grid.y;
+  for (uint32_t y = 0; y < st.cons.grid.y; ++y) {
+    const uint32_t row = y * c.consBM;
+    std::vector<std::set<uint32_t>> rowsAt(c.R * c.R);
+    for (uint32_t rs = 0; rs < c.R * c.R; ++rs) rowsAt[rs] = convRowTilesRead(c, Ho, Wo, row, rs / c.R, rs % c.R, st);
+    std::set<std::pair<uint32_t, uint32_t>> waited;  // (row tile, column tile)
+    for (uint32_t col = walkStart; col < pol.readExtent(st.prod); col += c.bk) {
+      const SemSpan span = pol.waitSpan(Read{col, row, 0, walkStart}, st.cons, st.prod);
+      for (uint32_t i = 0; i < span.count(); ++i) {
+        const uint32_t sem = span.at(i);
+        if (sem >= gx * gy) return "waits on semaphore " + std::to_string(sem) + " past the producer's tiles";
+        waited.insert({sem / gx % gy, sem % gx});
+      }
+      const uint32_t rs = col / c.C, ch = col % c.C;
+      for (uint32_t ty : rowsAt[rs])
+        for (uint32_t tx = ch / c.prodBN; tx <= (ch + c.bk - 1) / c.prodBN; ++tx)
+          if (!waited.count({ty, tx}))
+            return "consumer row tile " + std::to_string(y) + " at k " + std::to_string(col) + " (filter position " +
+                   std::to_string(rs) + ", channel " + std::to_string(ch) + ", walk from " +
+                   std::to_string(walkStart) + ") reads producer tile (" + std::to_string(tx) + "," +
+                   std::to_string(ty) + ") without having waited for it";
+    }
+  }
+  return "";
+}
+
+std::vector<ConvCase> convCases() {
+  std::vector<ConvCase> v;
+  const std::pair<uint32_t, uint32_t> images[] = {{1, 1}, {7, 7}, {13, 13}, {7, 13}, {13, 7}, {8, 8}};
+  const std::pair<uint32_t, uint32_t> channels[] = {{8, 8}, {520, 8}, {64, 32}, {64, 64}, {576, 64}};  // C, BK
+  for (uint32_t N : {1u, 3u})
+    for (auto [H, W] : images)
+      for (uint32_t R : {1u, 3u})
+        for (uint32_t stride : {1u, 2u})
+          for (auto [C, bk] : channels)
+            for (uint32_t consBM : {128u, 64u, 16u})
+              for (uint32_t prodBM : {128u, 64u, 16u}) v.push_back({N, H, W, C, R, stride, consBM, prodBM, 64, bk});
+  // The layer shapes with the Hopper kernel's tiles (one image).
+  for (auto [H, C] : {std::pair<uint32_t, uint32_t>{56, 64}, {28, 128}, {14, 256}, {7, 512}})
+    for (uint32_t stride : {1u, 2u})
+      for (uint32_t R : {1u, 3u}) v.push_back({1, H, H, C, R, stride, 128, 128, C == 64 ? 64u : 128u, 64});
+  return v;
+}
+
+}  // namespace
+
+TEST(Policies, Conv2DTileSyncCoversEveryReadOfStridedAndPointwiseConvolutions) {
+  size_t walks = 0;
+  for (const ConvCase& c : convCases()) {
+    SCOPED_TRACE(describe(c));
+    const policy::Conv2DTileSync pol = convPolicy(c);
+    const ConvStages st = convStages(c);
+    ASSERT_EQ(pol.checkPair(st.cons, st.prod), nullptr);
+    // From the start, from the second k step, and from the second filter position (split K).
+    for (uint32_t walkStart : {0u, c.bk, c.C}) {
+      if (walkStart >= pol.readExtent(st.prod)) continue;
+      ASSERT_EQ(firstUncoveredConvRead(pol, c, walkStart), "") << "walk from " << walkStart;
+      ++walks;
+    }
+    checkPairs(pol, st.cons, st.prod);
+  }
+  EXPECT_GT(walks, 2000u);
+}
+
+TEST(Policies, Conv2DTileSyncWithTheImageHeightWaitsAsWithout) {
+  // Stride 1 and same padding: giving H (and N) changes the checks, not the waits.
+  for (const ConvCase& c : convCases()) {
+    if (c.stride != 1) continue;
+    SCOPED_TRACE(describe(c));
+    const policy::Conv2DTileSync withH = convPolicy(c);
+    policy::Conv2DTileSync without = withH;
+    without.H = 0;
+    without.N = 0;
+    const ConvStages st = convStages(c);
+    for (uint32_t y = 0; y < st.cons.grid.y; ++y)
+      for (uint32_t col = 0; col < withH.readExtent(st.prod); col += c.bk) {
+        const Read r{col, y * c.consBM, 0, 0};
+        const SemSpan a = withH.waitSpan(r, st.cons, st.prod), b = without.waitSpan(r, st.cons, st.prod);
+        ASSERT_EQ(a.count(), b.count()) << "row tile " << y << " k " << col;
+        for (uint32_t i = 0; i < a.count(); ++i) ASSERT_EQ(a.at(i), b.at(i));
+      }
+  }
+}
+
+namespace {
+
+// Planted short waits, each a plausible mistake; the coverage check must
+// catch them. The halo below left out: rows up to the last output pixel's own
+// input pixel (filter centre).
+struct NoHaloBelowConv : policy::Conv2DTileSync {
+  SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
+    SemSpan s = Conv2DTileSync::waitSpan(r, cons, prod);
+    const int64_t last = inputPixel(r.row + cons.tile.y - 1, padH, padW);
+    const uint32_t lastTile = uint32_t(std::max<int64_t>(0, std::min<int64_t>(last, prod.rows() - 1)) / prod.tile.y);
+    const uint32_t firstTile = s.first / prod.grid.x % prod.grid.y;
+    if (!s.empty()) s.n[1] = lastTile >= firstTile ? std::min(s.n[1], lastTile - firstTile + 1) : 0;
+    return s;
+  }
+};
+
+// The halo above left out: rows from the first output pixel's own input pixel.
+struct NoHaloAboveConv : policy::Conv2DTileSync {
+  SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
+    SemSpan s = Conv2DTileSync::waitSpan(r, cons, prod);
+    const int64_t first = inputPixel(r.row, padH, padW);
+    const uint32_t firstTile = uint32_t(std::max<int64_t>(0, first) / prod.tile.y);
+    const uint32_t at = s.first / prod.grid.x % prod.grid.y;
+    if (!s.empty() && firstTile > at) {
+      const uint32_t skip = std::min(s.n[1], firstTile - at);
+      s.first += skip * prod.grid.x;
+      s.n[1] -= skip;
+    }
+    return s;
+  }
+};
+
+// The stride ignored: the stride-1 rule (output pixels taken as the input's).
+struct StrideIgnoredConv : policy::Conv2DTileSync {
+  SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
+    Conv2DTileSync sameSize = *this;
+    sameSize.H = 0;
+    return sameSize.waitSpan(r, cons, prod);
+  }
+};
+
+// The share of the 3x3 cases (strided or not) in which the coverage check
+// finds a read that `Planted` has not waited for.
+template <class Planted>
+double shareCaught(bool strided) {
+  size_t caught = 0, cases = 0;
+  for (const ConvCase& c : convCases()) {
+    if (c.R != 3 || (c.stride == 2) != strided) continue;
+    Planted pol;
+    static_cast<policy::Conv2DTileSync&>(pol) = convPolicy(c);
+    caught += !firstUncoveredConvRead(pol, c, 0).empty();
+    ++cases;
+  }
+  return double(caught) / double(cases);
+}
+
+}  // namespace
+
+// Each planted mistake shows in at least one case in ten (a mistake in the
+// halo shows only where it crosses a producer tile boundary).
+TEST(Policies, Conv2DTileSyncCoverageCatchesShortWaits) {
+  EXPECT_GT(shareCaught<NoHaloBelowConv>(false), 0.1);
+  EXPECT_GT(shareCaught<NoHaloBelowConv>(true), 0.1);
+  EXPECT_GT(shareCaught<NoHaloAboveConv>(false), 0.1);
+  EXPECT_GT(shareCaught<NoHaloAboveConv>(true), 0.1);
+  EXPECT_GT(shareCaught<StrideIgnoredConv>(true), 0.1);
+}
+
+TEST(Policies, Conv2DTileSyncRejectsInconsistentGeometry) {
+  const ConvCase good{2, 14, 14, 64, 3, 2, 128, 128, 64, 32};
+  const ConvStages st = convStages(good);
+  ASSERT_EQ(convPolicy(good).checkPair(st.cons, st.prod), nullptr);
+  struct Bad {
+    const char* what;
+    std::function<void(policy::Conv2DTileSync&, StageShape& cons, StageShape& prod)> change;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {"no filter", [](auto& p, auto&, auto&) { p.R = 0; }, "R, S, C and W must be at least 1"},
+      {"stride 0", [](auto& p, auto&, auto&) { p.strideW = 0; }, "strides must be at least 1"},
+      {"padding as large as the filter", [](auto& p, auto&, auto&) { p.padH = 3; }, "padding must be smaller than the filter"},
+      {"stride 2 without H", [](auto& p, auto&, auto&) { p.H = 0; p.N = 0; }, "a strided convolution needs the input height H"},
+      {"filter larger than the padded input", [](auto& p, auto&, auto&) { p.H = 1; p.padH = 0; p.N = 0; },
+       "the filter is larger than the padded input"},
+      {"padding past the filter's centre", [](auto& p, auto&, auto&) { p.R = p.S = 5; p.padH = p.padW = 3; },
+       "padding must be at most (filter - 1) / 2"},
+      {"C not a multiple of the k step", [](auto& p, auto&, auto&) { p.C = 48; }, "must divide C"},
+      {"producer narrower than C", [](auto& p, auto&, auto& prod) { p.C = 96; prod.grid.x = 1; },
+       "the producer has fewer columns than C channels"},
+      {"N without H", [](auto& p, auto&, auto&) { p.H = 0; p.strideH = p.strideW = 1; }, "against N images needs the input height H"},
+      {"producer of another image size", [](auto& p, auto&, auto&) { p.H = 28; }, "the producer's row tiles"},
+      {"consumer with Ho = H (stride left out)", [](auto&, auto& cons, auto&) { cons.grid.y = ceilDiv(2 * 14 * 14, 128); },
+       "Ho = (H + 2*padH - R)/strideH + 1"},
+      {"consumer of another batch", [](auto&, auto& cons, auto&) { cons.grid.y += 1; }, "the consumer's row tiles"},
+  };
+  for (const Bad& b : bad) {
+    policy::Conv2DTileSync pol = convPolicy(good);
+    StageShape cons = st.cons, prod = st.prod;
+    b.change(pol, cons, prod);
+    const char* msg = pol.checkPair(cons, prod);
+    ASSERT_NE(msg, nullptr) << b.what;
+    EXPECT_NE(std::string(msg).find("Conv2DTileSync: "), std::string::npos) << b.what << ": " << msg;
+    EXPECT_NE(std::string(msg).find(b.message), std::string::npos) << b.what << ": " << msg;
+  }
+  // Through pair(), before anything runs.
+  policy::Conv2DTileSync pol = convPolicy(good);
+  pol.strideH = pol.strideW = 1;  // the consumer's grid was built for stride 2
+  Stage<policy::NoSync, policy::Conv2DTileSync, HostMemory> p("conv1", st.prod.grid, st.prod.tile, {}, pol);
+  Stage<policy::Conv2DTileSync, policy::NoSync, HostMemory> c("conv2", st.cons.grid, st.cons.tile, pol);
+  try {
+    pair(p, c);
+    ADD_FAILURE() << "pair() accepted a consumer grid built for another stride";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::PolicyMismatch);
+    EXPECT_NE(std::string(e.what()).find("N*Ho*Wo"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Policies, WholeSyncWaitsOnceForEverything) {
   for (const auto& s : gemmShapes()) {
     checkCoverage(policy::WholeSync{}, s.cons, s.prod, gemmReads(), false);

@@ -23,7 +23,12 @@ std::string readSpec(const std::string& name) {
 }
 
 const char* kSpecs[] = {"gpt3_mlp", "gpt3_mlp_rowsync", "llama_mlp", "gpt3_attention", "llama_attention",
-                        "conv2d_chain"};
+                        "conv2d_chain", "resnet38", "vgg19"};
+
+// Convolution specs count images (N); the others tokens (M).
+bool isConv(const std::string& spec) { return spec == "conv2d_chain" || spec == "resnet38" || spec == "vgg19"; }
+const char* rowsParam(const std::string& spec) { return isConv(spec) ? "N" : "M"; }
+int64_t smallRows(const std::string& spec) { return isConv(spec) ? 2 : 200; }
 
 class Workload : public ::testing::TestWithParam<const char*> {};
 
@@ -42,8 +47,7 @@ TEST_P(Workload, GeneratesAndChecks) {
 
 TEST_P(Workload, ChecksAtOtherSizes) {
   const std::string text = readSpec(GetParam());
-  const std::string p = GetParam();
-  const std::string rows = p == "conv2d_chain" ? "N" : "M";
+  const std::string rows = rowsParam(GetParam());
   for (int64_t v : {1, 3, 130}) {
     const cusyncgen::Model m = cusyncgen::compile(text, GetParam(), {{rows, v}});
     const cusyncgen::CheckResult r = cusyncgen::checkWaits(m);
@@ -52,9 +56,8 @@ TEST_P(Workload, ChecksAtOtherSizes) {
 }
 
 TEST_P(Workload, RunsOnTheEmulator) {
-  const std::string p = GetParam();
-  const std::string rows = p == "conv2d_chain" ? "N" : "M";
-  const cusyncgen::Model m = cusyncgen::compile(readSpec(GetParam()), GetParam(), {{rows, p == "conv2d_chain" ? 2 : 200}});
+  const cusyncgen::Model m =
+      cusyncgen::compile(readSpec(GetParam()), GetParam(), {{rowsParam(GetParam()), smallRows(GetParam())}});
   const cusyncgen::CheckResult r = cusyncgen::checkEmulated(m, 4);
   EXPECT_TRUE(r.ok) << r.counterexample;
 }
@@ -106,10 +109,10 @@ namespace {
 // This exercises the wrap of a convolution's walk into its next filter
 // position, which --check (walks from the start) does not reach.
 TEST(SplitK, EveryWalkStartIsCovered) {
-  for (const char* name : {"conv2d_chain", "gpt3_mlp", "gpt3_mlp_rowsync", "llama_mlp"}) {
+  for (const char* name : {"conv2d_chain", "resnet38", "vgg19", "gpt3_mlp", "gpt3_mlp_rowsync", "llama_mlp"}) {
     SCOPED_TRACE(name);
-    const bool conv = std::string(name) == "conv2d_chain";
-    const cusyncgen::Model m = cusyncgen::compile(readSpec(name), name, {{conv ? "N" : "M", conv ? 1 : 256}});
+    const bool conv = isConv(name);
+    const cusyncgen::Model m = cusyncgen::compile(readSpec(name), name, {{rowsParam(name), conv ? 1 : 256}});
     for (const cusyncgen::Edge& e : m.edges) {
       const cusyncgen_rt::RulesPolicy in{e.rules}, out{m.outRules[e.prod]};
       const cusync::StageShape& cs = m.shapes[e.cons];
@@ -163,9 +166,7 @@ TEST(Untabulated, WorkloadsRun) {
   o.sms = 4;
   o.tabulateUpTo = 0;
   for (const char* name : kSpecs) {
-    const std::string p = name;
-    const std::string rows = p == "conv2d_chain" ? "N" : "M";
-    const cusyncgen::Model m = cusyncgen::compile(readSpec(name), name, {{rows, p == "conv2d_chain" ? 2 : 200}});
+    const cusyncgen::Model m = cusyncgen::compile(readSpec(name), name, {{rowsParam(name), smallRows(name)}});
     const cusyncgen::CheckResult r = cusyncgen::checkEmulated(m, o);
     EXPECT_TRUE(r.ok) << name << ": " << r.counterexample;
   }
