@@ -21,7 +21,9 @@ enum class LaunchMode {
   Streams,
   // Hopper programmatic dependent launch on one stream: producers trigger
   // their dependents at block start, so a consumer grid is scheduled only
-  // once every producer block is resident or done.
+  // once every producer block is resident or done. A first stage whose
+  // kernel waits for prior grids (WaitsForPriorGrid) is a programmatic
+  // dependent of the kernel before the pipeline.
   Pdl,
 };
 
@@ -57,7 +59,9 @@ inline Placement place(LaunchMode mode, unsigned position, bool consumer, int op
       p.priorityRank = position;
       p.startGate = consumer && !(opts & AvoidWaitKernel);
       break;
-    case LaunchMode::Pdl: p.programmatic = consumer && position > 0; break;
+    case LaunchMode::Pdl:
+      p.programmatic = (consumer && position > 0) || (position == 0 && (opts & WaitsForPriorGrid));
+      break;
   }
   return p;
 }

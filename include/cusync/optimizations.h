@@ -15,6 +15,16 @@ enum Optimizations : int {
   // Kernels load the operand that does not depend on the producer (weights)
   // before waiting; a hint the kernels read, the protocol does not change.
   ReorderTileLoads = 1 << 3,
+  // The stage's kernel waits for the grids before it in its stream
+  // (griddepcontrol.wait) before it touches global memory. In a Pdl pipeline
+  // the first stage is then launched as a programmatic dependent of what
+  // precedes the pipeline (the previous run, the previous layer), so its
+  // blocks are placed and set up during that kernel's tail.
+  WaitsForPriorGrid = 1 << 4,
 };
+
+// Every flag above: a Stage refuses any other bit.
+inline constexpr int kKnownOptimizations =
+    NoAtomicAdd | AvoidWaitKernel | AvoidCustomOrder | ReorderTileLoads | WaitsForPriorGrid;
 
 }  // namespace cusync

@@ -42,7 +42,7 @@ class Stage {
     shape_.tile = tile;
     if (grid.count() == 0) fail(ErrorCode::InvalidArgument, "grid has no tiles");
     if (tile.x == 0 || tile.y == 0) fail(ErrorCode::InvalidArgument, "tile has zero rows or columns");
-    if (opts & ~(NoAtomicAdd | AvoidWaitKernel | AvoidCustomOrder | ReorderTileLoads))
+    if (opts & ~kKnownOptimizations)
       fail(ErrorCode::InvalidArgument, "unknown optimization flag " + std::to_string(opts));
     countPosts();
     try {

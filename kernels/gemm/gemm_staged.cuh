@@ -111,6 +111,9 @@ void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
   constexpr bool kWholeWait = std::is_same_v<typename StageT::In, cusync::policy::WholeSync>;
   const cusync::LaunchMode mode = pipe.mode();
   detail::KernelFlags flags;
+  // A stage flagged WaitsForPriorGrid keeps that promise: every thread waits
+  // for the grids before it before touching global memory.
+  flags.waitPrior = (stage.opts() & cusync::WaitsForPriorGrid) != 0;
   flags.staticRuns = !envSwitchOff(kEnvStageStatic) &&
                      (mode == cusync::LaunchMode::Serial ||
                       (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait)));

@@ -74,6 +74,9 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
   // ReorderTileLoads: GEMM2 loads B (weights) before waiting for A; waiting
   // first measured slower on the H100.
   p.g2.opts |= cusync::ReorderTileLoads;
+  // GEMM1 waits for the kernel before the block (gemm() launches do the
+  // same), so a Pdl pipeline places its blocks during that kernel's tail.
+  p.g1.opts |= cusync::WaitsForPriorGrid;
   return p;
 }
 

@@ -120,6 +120,19 @@ TEST(StageErrors, LaunchGridMismatchAndBadMode) {
   EXPECT_EQ(parseLaunchMode("streams"), LaunchMode::Streams);
 }
 
+// Where each stage goes: in a Pdl pipeline consumers after the first
+// position are programmatic, and so is a first stage whose kernel waits for
+// prior grids; no other mode launches programmatically.
+TEST(LaunchPlacement, ProgrammaticStages) {
+  EXPECT_FALSE(place(LaunchMode::Pdl, 0, false, NoOptimization).programmatic);
+  EXPECT_TRUE(place(LaunchMode::Pdl, 0, false, WaitsForPriorGrid).programmatic);
+  EXPECT_TRUE(place(LaunchMode::Pdl, 1, true, NoOptimization).programmatic);
+  EXPECT_FALSE(place(LaunchMode::Pdl, 1, false, WaitsForPriorGrid).programmatic);
+  for (LaunchMode m : {LaunchMode::Serial, LaunchMode::Streams})
+    for (int opts : {int(NoOptimization), int(WaitsForPriorGrid)})
+      for (unsigned pos : {0u, 1u}) EXPECT_FALSE(place(m, pos, pos > 0, opts).programmatic) << toString(m);
+}
+
 TEST(StageErrors, CustomOrderMustBeBijection) {
   struct Bad {
     uint32_t linearIndex(const Dim3&, const Dim3&) const { return 0; }

@@ -34,7 +34,10 @@ class Pipeline {
       });
     }
     const auto view = stage.view(persistent ? grid.count() : 0);
-    emu_.launch(s, stage.name(), grid, [view, program](Block& b) { program(view, b); }, p.programmatic);
+    // A kernel that waits for prior grids touches nothing before they end:
+    // the emulator runs it as an ordinary launch.
+    const bool programmatic = p.programmatic && !(stage.opts() & WaitsForPriorGrid);
+    emu_.launch(s, stage.name(), grid, [view, program](Block& b) { program(view, b); }, programmatic);
   }
 
   // The emulator stream that the stage at `position` goes to under this mode.
