@@ -5,22 +5,14 @@
 // deadlock on the emulator at the H100's 132 SMs.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "check.h"
 #include "cusync/policies.h"
 #include "model.h"
+#include "spec_files.h"
 
 namespace {
-
-std::string readSpec(const std::string& name) {
-  std::ifstream f(std::string(CUSYNC_SPEC_DIR) + "/" + name + ".cusync");
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The convolution each ResNet consumer computes: its input's size, filter and stride.
 struct ConvLayer {

@@ -3,24 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "check.h"
 #include "cusync/tile_order.h"
 #include "emit.h"
 #include "model.h"
+#include "spec_files.h"
 #include "truth.h"
 
 namespace {
-
-std::string readSpec(const std::string& name) {
-  std::ifstream f(std::string(CUSYNC_SPEC_DIR) + "/" + name + ".cusync");
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 const char* kSpecs[] = {"gpt3_mlp", "gpt3_mlp_rowsync", "llama_mlp", "gpt3_attention", "llama_attention",
                         "conv2d_chain", "resnet38", "vgg19"};
