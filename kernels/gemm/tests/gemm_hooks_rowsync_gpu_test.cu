@@ -1,49 +1,50 @@
 // GPU tests of the GEMM's cusync hooks with RowSync: a producer GEMM and a
-// consumer GEMM paired through the policy, three runs in a row, against the
-// same chain without sync (kernels/gemm/tests/pair_runs.cuh).
+// consumer GEMM paired through the policy, five runs through the launch
+// modes, each against the same chain without sync
+// (kernels/gemm/tests/pair_runs.cuh).
 #include "kernels/gemm/tests/pair_runs.cuh"
 #include "kernels/testing/require_hopper.h"
 
 namespace gemm_test {
 namespace {
 
-TEST(GemmGpuHooks, RowSyncPairThreeRuns) {
+TEST(GemmGpuHooks, RowSyncPairRunsAcrossModes) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x128, TileConfig::T128x128, 0, 0,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T128x128, TileConfig::T128x128, 0, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x128));
 }
 
 TEST(GemmGpuHooks, RowSyncPairSplitK) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T64x128SplitK, 3, 5,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T64x128SplitK, 3, 5,
                                          rowSyncPostsPerTile(TileConfig::T64x128SplitK));
 }
 
 TEST(GemmGpuHooks, RowSyncPairTailSplit) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256TailSplit, TileConfig::T128x256TailSplit, 3, 2,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T128x256TailSplit, TileConfig::T128x256TailSplit, 3, 2,
                                          rowSyncPostsPerTile(TileConfig::T128x256TailSplit));
 }
 
 TEST(GemmGpuHooks, RowSyncPairTailSplit192) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x192TailSplit, TileConfig::T128x192, 2, 0,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T128x192TailSplit, TileConfig::T128x192, 2, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x192TailSplit));
 }
 
 TEST(GemmGpuHooks, RowSyncPairNarrow) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x144TailSplit, TileConfig::T128x176, 3, 0,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T128x144TailSplit, TileConfig::T128x176, 3, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x144TailSplit));
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x96, TileConfig::T128x168, 0, 0,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T128x96, TileConfig::T128x168, 0, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x96));
 }
 
 TEST(GemmGpuHooks, RowSyncPairClusters) {
   REQUIRE_HOPPER();
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x256Pair, 0, 0,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T128x256Pair, TileConfig::T128x256Pair, 0, 0,
                                          rowSyncPostsPerTile(TileConfig::T128x256Pair));
-  pairThreeRuns<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T128x256Pair, 2, 0,
+  pairRunsAcrossModes<cusync::policy::RowSync>(TileConfig::T64x128SplitK, TileConfig::T128x256Pair, 2, 0,
                                          rowSyncPostsPerTile(TileConfig::T64x128SplitK));
 }
 

@@ -1,9 +1,12 @@
-// pairThreeRuns: a producer GEMM stage posting through a policy and a
+// pairRunsAcrossModes: a producer GEMM stage posting through a policy and a
 // consumer GEMM stage waiting on it, through the staged launch API. Included
 // by the hook test files, one policy each, so that their many kernel
 // instantiations compile in parallel.
 #pragma once
 
+#include <iterator>
+
+#include "cusync/launch.h"
 #include "cusync/policies.h"
 #include "cusync/stage.h"
 #include "kernels/gemm/gemm_staged.cuh"
@@ -24,7 +27,7 @@ GEMM_TEST_EXTERN_PAIR(TileSync, NoSync)
 
 namespace gemm_test {
 
-// Posts per producer tile under RowSync in pairThreeRuns: one per tile of
+// Posts per producer tile under RowSync in pairRunsAcrossModes: one per tile of
 // the producer's row band (its stage grid's x for the M x N1 it runs).
 inline uint32_t rowSyncPostsPerTile(TileConfig producer) {
   GemmArgs g;
@@ -33,11 +36,15 @@ inline uint32_t rowSyncPostsPerTile(TileConfig producer) {
 }
 
 // A producer GEMM posting through Out and a consumer GEMM waiting on it
-// (In), three runs in a row on one stream: the semaphores count runs, the
-// consumer's waits pass, and the consumer reads the producer's output
-// correctly (bit for bit against the same chain without sync).
+// (In), five runs in a row through the launch modes in turn (Serial, Pdl,
+// Streams, Pdl, Serial): stages that take static tiles (Serial, Pdl) and
+// stages that take tickets (Streams, Pdl consumers with a fine policy) count
+// the same runs, so the semaphores end at five runs' posts, every wait
+// passes, and each run's result equals the same chain without sync bit for
+// bit (the consumer's output poisoned before every run).
 template <class Pol>
-void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_t postsPerTile, int consumerOpts = 0) {
+void pairRunsAcrossModes(TileConfig c1, TileConfig c2, int split1, int split2, uint32_t postsPerTile,
+                         int consumerOpts = 0) {
   using namespace cusync::policy;
   const int M = 300, N1 = 512, K1 = 256, N2 = 256;
   std::uniform_real_distribution<float> U(-1.f, 1.f);
@@ -54,21 +61,7 @@ void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_
   g1.M = M, g1.N = N1, g1.K = K1, g1.A = dA.p, g1.B = dW1.p, g1.C = dX.p, g1.config = c1, g1.splitK = split1;
   GemmArgs g2;
   g2.M = M, g2.N = N2, g2.K = N1, g2.A = dX.p, g2.B = dW2.p, g2.C = dY.p, g2.config = c2, g2.splitK = split2;
-  cusync::Stage<NoSync, Pol> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1, g1.config));
-  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2, g2.config), Pol{}, NoSync{},
-                                consumerOpts);
-  cusync::pair(s1, s2);
-  s1.setOrder(cusync::GroupedOrder{8});
-  for (int run = 0; run < 3; ++run) {
-    CK(cudaMemset(dY.p, 0xFF, (size_t)M * N2 * 2));
-    ASSERT_NO_THROW(gemm(g1, s1, nullptr));
-    ASSERT_NO_THROW(gemm(g2, s2, nullptr));
-    CK(cudaDeviceSynchronize());
-  }
-  std::vector<uint32_t> sems(s1.semaphoreCount());
-  CK(cudaMemcpy(sems.data(), s1.semaphores(), sems.size() * 4, cudaMemcpyDeviceToHost));
-  for (uint32_t s : sems) EXPECT_EQ(s, 3u * postsPerTile);
-  // Same chain without sync must match bit for bit.
+  // The same chain without sync, once: every run must match it bit for bit.
   GemmArgs g1b = g1, g2b = g2;
   g1b.C = dX2.p;
   g2b.A = dX2.p;
@@ -76,10 +69,30 @@ void pairThreeRuns(TileConfig c1, TileConfig c2, int split1, int split2, uint32_
   ASSERT_NO_THROW(gemm(g1b, nullptr));
   ASSERT_NO_THROW(gemm(g2b, nullptr));
   CK(cudaDeviceSynchronize());
-  std::vector<uint16_t> y((size_t)M * N2), y2((size_t)M * N2);
-  CK(cudaMemcpy(y.data(), dY.p, y.size() * 2, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(y2.data(), dY2.p, y2.size() * 2, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(y, y2);
+  std::vector<uint16_t> y((size_t)M * N2), want((size_t)M * N2);
+  CK(cudaMemcpy(want.data(), dY2.p, want.size() * 2, cudaMemcpyDeviceToHost));
+
+  cusync::Stage<NoSync, Pol> s1("gemm1", stageGrid(g1, g1.config), stageTile(g1, g1.config));
+  cusync::Stage<Pol, NoSync> s2("gemm2", stageGrid(g2, g2.config), stageTile(g2, g2.config), Pol{}, NoSync{},
+                                consumerOpts);
+  cusync::pair(s1, s2);
+  s1.setOrder(cusync::GroupedOrder{8});
+  const cusync::LaunchMode modes[] = {cusync::LaunchMode::Serial, cusync::LaunchMode::Pdl,
+                                      cusync::LaunchMode::Streams, cusync::LaunchMode::Pdl,
+                                      cusync::LaunchMode::Serial};
+  for (cusync::LaunchMode mode : modes) {
+    CK(cudaMemset(dY.p, 0xFF, (size_t)M * N2 * 2));
+    cusync::Pipeline pipe(mode, nullptr);
+    ASSERT_NO_THROW(gemm(g1, s1, pipe)) << cusync::toString(mode);
+    ASSERT_NO_THROW(gemm(g2, s2, pipe)) << cusync::toString(mode);
+    pipe.finish();
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y.data(), dY.p, y.size() * 2, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(y, want) << "launch mode " << cusync::toString(mode);
+  }
+  std::vector<uint32_t> sems(s1.semaphoreCount());
+  CK(cudaMemcpy(sems.data(), s1.semaphores(), sems.size() * 4, cudaMemcpyDeviceToHost));
+  for (uint32_t s : sems) EXPECT_EQ(s, uint32_t(std::size(modes)) * postsPerTile);
 }
 
 }  // namespace gemm_test
