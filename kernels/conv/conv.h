@@ -1,0 +1,84 @@
+// Hopper conv2d forward as an implicit GEMM, with the cusync hooks: the GEMM
+// kernel (kernels/gemm) with an A loader that reads the activations through
+// the TMA's im2col mode instead of a row-major matrix.
+//
+//   x  [N, H, W, C]   NHWC activations, bf16
+//   w  [K, R, S, C]   KRSC filters, bf16
+//   y  [N, P, Q, K]   NHWC output, bf16; P = (H + 2 padH - R) / strideH + 1,
+//                     Q = (W + 2 padW - S) / strideW + 1
+//
+// As a GEMM: M = N P Q output pixels, N = K output channels, and the
+// reduction walks filter position (r, s) by 64-channel blocks: k-block
+// (r S + s) ceil(C / 64) + cb reads channels [64 cb, 64 cb + 64) of input
+// pixel (p strideH + r - padH, q strideW + s - padW); padding and channels
+// past C load as zeros. Its reduction index as a cusync stage sees it
+// (Read::col) is the filter column k = (r S + s) C + c, as
+// cusync::policy::Conv2DTileSync expects.
+//
+// Epilogues, in fp32 before rounding (bias [K] optional in all three):
+//   Bias              y = acc + bias
+//   BiasRelu          y = max(acc + bias, 0)
+//   BiasResidualRelu  y = max(acc + bias + residual, 0), residual [N, P, Q, K]
+//                     (ResNet's block end)
+//
+// Requirements, checked before launch (cusync::Error, InvalidArgument): N, H,
+// W >= 1; C and K multiples of 8; R, S in {1, 3} with padding at most
+// (filter - 1) / 2; stride 1 or 2; the filter fits the padded input; x, w,
+// y, bias, residual 16-byte aligned; a Hopper GPU.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "cusync/error.h"
+#include "kernels/gemm/gemm.h"
+
+namespace cusync_conv {
+
+enum class ConvEpilogue { Bias, BiasRelu, BiasResidualRelu };
+
+struct Conv2dArgs {
+  int64_t N = 0, H = 0, W = 0, C = 0;  // input images, height, width, channels
+  int64_t K = 0;                       // output channels (filters)
+  int R = 3, S = 3;                    // filter height and width
+  int padH = 1, padW = 1;
+  int strideH = 1, strideW = 1;
+  const void* x = nullptr;  // [N, H, W, C]
+  const void* w = nullptr;  // [K, R, S, C]
+  void* y = nullptr;        // [N, P, Q, K]
+  ConvEpilogue epilogue = ConvEpilogue::Bias;
+  const void* bias = nullptr;      // [K], optional
+  const void* residual = nullptr;  // [N, P, Q, K], BiasResidualRelu only
+  cusync_gemm::TileTrace* trace = nullptr;  // optional: one record per stage tile
+  // A GEMM tile configuration (cusync_gemm::TileConfig); Auto: convConfig's choice.
+  cusync_gemm::TileConfig config = cusync_gemm::TileConfig::Auto;
+
+  int64_t P() const { return (H + 2 * padH - R) / strideH + 1; }  // output height
+  int64_t Q() const { return (W + 2 * padW - S) / strideW + 1; }  // output width
+  int64_t pixels() const { return N * P() * Q(); }                // output pixels: the GEMM's M
+};
+
+const char* toString(ConvEpilogue e);
+
+// Throws cusync::Error(InvalidArgument) naming the first problem. Host only.
+void checkArgs(const Conv2dArgs& a);
+
+// The GEMM an argument set runs as: M = N P Q, N = K, K = R S ceil(C / 64) 64
+// (the reduction with each filter position's channels padded to whole
+// k-blocks), with x, w, y as A, B, C. For the configuration choice and stage
+// geometry (cusync_gemm::stageGrid / stageTile of it): a conv stage's tiles
+// are the GEMM's.
+cusync_gemm::GemmArgs gemmOf(const Conv2dArgs& a);
+
+// The configurations the convolution kernels are built for, and the choice
+// among them for a shape: the GEMM's cost model over these (a.config when set,
+// which must be one of them).
+bool convBuilds(cusync_gemm::TileConfig c);
+cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
+
+// Launch with no synchronization, asynchronous on `stream`, as a programmatic
+// dependent of the kernel before it (as cusync_gemm::gemm).
+void conv2d(const Conv2dArgs& a, cudaStream_t stream);
+
+}  // namespace cusync_conv
