@@ -43,7 +43,11 @@ enum class BLayout { NK, KN };  // NK: B[n][k] (K-major, Linear weights); KN: B[
 //             of 16: n = 16q + r, r < 8 is gate 8q + r, r >= 8 is up 8q + r - 8.
 //             Build such a weight with swigluInterleavedRow(). Nout = N / 2.
 //   Residual  C = acc + bias[n] (optional) + residual[m][n]   (residual [M, N], type of C)
-enum class Epilogue { Identity, Bias, Gelu, SwiGLU, Residual };
+//   Relu      C = max(acc + bias[n], 0)                  (bias optional)
+//   ResidualRelu  C = max(acc + bias[n] + residual[m][n], 0)  (bias optional)
+// gemm() builds the first five; Relu and ResidualRelu are built for the
+// convolution's kernels (kernels/conv), ReLU being where a conv layer ends.
+enum class Epilogue { Identity, Bias, Gelu, SwiGLU, Residual, Relu, ResidualRelu };
 
 // Weight row of the fused [2F, K] SwiGLU matrix that holds gate row f (up = false)
 // or up row f (up = true) of the unfused [F, K] gate and up weights.

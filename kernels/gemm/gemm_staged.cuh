@@ -79,27 +79,27 @@ void launchFused(Families<Fs...>, const GemmArgs& a0, const V0& v0, const GemmAr
 }
 }  // namespace detail
 
-// Launches the GEMM of `args` as `stage` at the pipeline's next position.
-// Fams and Epis restrict the kernels a translation unit builds.
-template <class Fams = AllFamilies, class Epis = AllEpilogues, class StageT>
-void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
-  checkArgs(args);
-  const detail::DeviceInfo& d = detail::requireHopper();
-  GemmArgs a = args;
-  a.config = resolveConfig(args, d.sms, LaunchContext::Stage);
+namespace detail {
+// Places a launch of the GEMM kernel for `a` (configuration resolved) as
+// `stage` at the pipeline's next position: checks the stage against the
+// configuration, sets the launch shape and flags, and calls
+// launch(cfg, view, blocks, flags) to launch the kernel (gemm() below, and
+// the convolution's conv2d(args, stage, pipeline)).
+template <class StageT, class Launch>
+void launchAsStage(const GemmArgs& a, const StageT& stage, cusync::Pipeline& pipe, int sms, Launch&& launch) {
   if (!runsInStages(a.config))
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, stage.name(),
                         std::string("tile configuration ") + toString(a.config) +
                             " runs only through gemm(args, stream), without a stage: its blocks take no tickets");
   if (stage.shape().grid != stageGrid(a, a.config) || stage.shape().tile != stageTile(a, a.config))
     throw cusync::Error(cusync::ErrorCode::GridMismatch, stage.name(),
-                        std::string("stage grid/tile do not match GEMM configuration ") + toString(a.config));
+                        std::string("stage grid/tile do not match tile configuration ") + toString(a.config));
   cusync::LaunchShape shape;
-  const uint32_t blocks = persistentBlocks(a, a.config, d.sms);
+  const uint32_t blocks = persistentBlocks(a, a.config, sms);
   shape.grid = dim3(blocks);
-  shape.block = dim3(detail::kThreads);
+  shape.block = dim3(kThreads);
   shape.persistent = true;
-  shape.ticketBlocks = ticketBlocks(a, a.config, d.sms);
+  shape.ticketBlocks = ticketBlocks(a, a.config, sms);
   // Static tiles (KernelFlags::staticRuns) need every block a stage waits on
   // resident or done before the stage's blocks start (Serial, Pdl), and pay
   // where the stage's blocks start their tiles together: every stage of a
@@ -110,7 +110,7 @@ void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
   // M = 3072-4096 on the H100; 1-10% faster for the stages above).
   constexpr bool kWholeWait = std::is_same_v<typename StageT::In, cusync::policy::WholeSync>;
   const cusync::LaunchMode mode = pipe.mode();
-  detail::KernelFlags flags;
+  KernelFlags flags;
   // A stage flagged WaitsForPriorGrid keeps that promise: every thread waits
   // for the grids before it before touching global memory.
   flags.waitPrior = (stage.opts() & cusync::WaitsForPriorGrid) != 0;
@@ -118,9 +118,25 @@ void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
                      (mode == cusync::LaunchMode::Serial ||
                       (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait)));
   pipe.launchWith(stage, shape, [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view) {
-    detail::launchStaged<Epis>(Fams{}, a, view, blocks, cfg, flags);
+    launch(cfg, view, blocks, flags);
     return cudaSuccess;  // launch errors are thrown
   });
+}
+}  // namespace detail
+
+// Launches the GEMM of `args` as `stage` at the pipeline's next position.
+// Fams and Epis restrict the kernels a translation unit builds.
+template <class Fams = AllFamilies, class Epis = AllEpilogues, class StageT>
+void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
+  checkArgs(args);
+  const detail::DeviceInfo& d = detail::requireHopper();
+  GemmArgs a = args;
+  a.config = resolveConfig(args, d.sms, LaunchContext::Stage);
+  detail::launchAsStage(a, stage, pipe, d.sms,
+                        [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view, uint32_t blocks,
+                            const detail::KernelFlags& flags) {
+                          detail::launchStaged<Epis>(Fams{}, a, view, blocks, cfg, flags);
+                        });
 }
 
 // The same, alone in plain stream order (LaunchMode::Serial).

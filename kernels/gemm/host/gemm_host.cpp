@@ -48,6 +48,8 @@ const char* toString(Epilogue e) {
     case Epilogue::Gelu: return "gelu";
     case Epilogue::SwiGLU: return "swiglu";
     case Epilogue::Residual: return "residual";
+    case Epilogue::Relu: return "relu";
+    case Epilogue::ResidualRelu: return "residual-relu";
   }
   return "?";
 }
@@ -76,6 +78,7 @@ void checkArgs(const GemmArgs& a) {
   if (a.epilogue == Epilogue::Bias && !a.bias) bad("epilogue 'bias' needs a bias pointer");
   if (a.bias && !aligned16(a.bias)) bad("bias is not 16-byte aligned");
   if (a.epilogue == Epilogue::Residual && !a.residual) bad("epilogue 'residual' needs a residual pointer");
+  if (a.epilogue == Epilogue::ResidualRelu && !a.residual) bad("epilogue 'residual-relu' needs a residual pointer");
   if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
   if (a.splitK < 0) bad("splitK = " + std::to_string(a.splitK) + ": need 0 (heuristic) or a positive count");
   if (a.kCutGroups < 0)

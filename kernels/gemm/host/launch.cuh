@@ -82,18 +82,13 @@ ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks, 
 }
 
 // One stage's kernel parameters for a launch of `a` (config resolved) with
-// `blocks` blocks: tensor maps, workspaces, and for a stage that waits the
-// weights its units prefetch while waiting.
-template <class Shape, class T, int TB, class View>
-StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s,
+// `blocks` blocks, all but the tensor maps of A and B: C's map, workspaces,
+// and for a stage that waits the weights its units prefetch while waiting.
+template <class Shape, class T, class View>
+StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s,
                                       bool evictFirstAllowed) {
-  constexpr bool kPair = Shape::kSchedule == Schedule::ClusterPair;
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   StageParams<T, View> sp{};
-  sp.tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, Shape::BM);
-  // A pair's blocks each load half of B's rows ([N, K]) or of its 64-column boxes ([K, N]).
-  constexpr int kBRows = kPair ? Shape::BN / 2 : Shape::BN;
-  sp.tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRows) : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
   // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
   sp.tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
   sp.C = static_cast<T*>(a.C);
@@ -112,6 +107,24 @@ StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint3
   return sp;
 }
 
+// Rows of B ([N, K]) one block loads per k-block: a pair's blocks each load
+// half of B's rows and multicast them.
+template <class Shape>
+constexpr int kBRowsPerBlock = Shape::kSchedule == Schedule::ClusterPair ? Shape::BN / 2 : Shape::BN;
+
+// The same with the GEMM's own tensor maps of A (row-major [M, K], read by TmaTileA) and B.
+template <class Shape, class T, int TB, class View>
+StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s,
+                                      bool evictFirstAllowed) {
+  constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
+  StageParams<T, View> sp = buildStageCommon<Shape, T>(a, view, blocks, s, evictFirstAllowed);
+  sp.tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, Shape::BM);
+  // [K, N]: 64-column boxes, a pair's blocks each loading half of them.
+  sp.tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRowsPerBlock<Shape>)
+                   : makeTensorMap2D(a.B, bf, a.N, a.K, 64, kBK);
+  return sp;
+}
+
 template <class K>
 void launchPrepared(K* k, int smem, std::atomic<uint64_t>& prepared, uint32_t blocks, const cudaLaunchConfig_t& base,
                     const void* params) {
@@ -126,11 +139,12 @@ void launchPrepared(K* k, int smem, std::atomic<uint64_t>& prepared, uint32_t bl
   if (cudaError_t l = cudaGetLastError(); l != cudaSuccess) throwCuda(l, "gemm kernel launch");
 }
 
-// Launches one kernel: `base` carries the stream and launch attributes (a
+// Launches one kernel of prepared stage parameters, its A read through
+// ALoader (mainloop.cuh): `base` carries the stream and launch attributes (a
 // pipeline's placement); grid, block and shared memory come from here.
-template <class Shape, class T, int TB, Epilogue E, class View>
-void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cudaLaunchConfig_t& base,
-                  const KernelFlags& flags) {
+template <class Shape, class T, int TB, Epilogue E, class ALoader, class View>
+void launchStageKernel(const StageParams<T, View>& sp, uint32_t blocks, const cudaLaunchConfig_t& base,
+                       const KernelFlags& flags) {
   using KP = KernelParams<T, View>;
   constexpr bool kPair = Shape::kSchedule == Schedule::ClusterPair;
   static_assert(!kPair || TB == 1 || (Shape::BN / 2) % 8 == 0, "a multicast half of B is whole 8-row groups");
@@ -138,14 +152,22 @@ void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cu
   if (kPair && blocks % 2 != 0)
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "a cluster-pair launch needs an even block count");
   KP kp{};
-  kp.s0 = buildStageParams<Shape, T, TB>(a, view, blocks, base.stream, flags.bEvictFirst);
+  kp.s0 = sp;
   kp.flags = flags;
   auto* k = [] {
-    if constexpr (kPair) return gemmKernelPair<Shape, T, TB, E, E, KP>;
-    else return gemmKernel<Shape, T, TB, E, E, KP>;
+    if constexpr (kPair) return gemmKernelPair<Shape, T, TB, E, E, KP, ALoader>;
+    else return gemmKernel<Shape, T, TB, E, E, KP, ALoader>;
   }();
   static std::atomic<uint64_t> prepared{0};
   launchPrepared(k, smem, prepared, blocks, base, &kp);
+}
+
+// Launches the GEMM of `a` as one kernel.
+template <class Shape, class T, int TB, Epilogue E, class View>
+void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cudaLaunchConfig_t& base,
+                  const KernelFlags& flags) {
+  launchStageKernel<Shape, T, TB, E, TmaTileA>(
+      buildStageParams<Shape, T, TB>(a, view, blocks, base.stream, flags.bEvictFirst), blocks, base, flags);
 }
 
 // Launches a fused kernel of two stages with one tile shape.

@@ -203,13 +203,14 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const Epilo
       for (int h = 0; h < 2; ++h) {
         float v0 = acc[4 * g + 2 * h] + b0, v1 = acc[4 * g + 2 * h + 1] + b1;
         if constexpr (E == Epilogue::Gelu) v0 = geluTanh(v0), v1 = geluTanh(v1);
-        if constexpr (E == Epilogue::Residual) {
+        if constexpr (E == Epilogue::Residual || E == Epilogue::ResidualRelu) {
           const int64_t row = rowA + 8 * h;
           if (row < p.M && col < p.N) {
             const float2 r = Ops::unpack(static_cast<const T2*>(p.residual)[(row * p.N + col) / 2]);
             v0 += r.x, v1 += r.y;
           }
         }
+        if constexpr (E == Epilogue::Relu || E == Epilogue::ResidualRelu) v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
         out[2 * g + h] = bits(Ops::pack(v0, v1));
       }
     }

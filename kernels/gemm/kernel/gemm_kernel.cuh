@@ -188,13 +188,14 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
           const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
           const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
-          [[maybe_unused]] const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+          [[maybe_unused]] const uint32_t walkStart = static_cast<uint32_t>(ALoader::kColumn(sp, u.kb0));
+          const typename ALoader::Rows aRows = ALoader::rows(sp, m0);
           const unsigned long long tTook = tracing ? globalTimer() : 0;
           unsigned int waited = 0;
           if constexpr (kWaits) {
             // Inputs not ready yet: stream this unit's weights into L2 meanwhile.
             if (sp.prefetchKBlocks > 0 && readyCached < loaded + 1 && (readyCached = queue.readyCount()) < loaded + 1)
-              prefetchB<BN, TransB>(&sp.tmB, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
+              prefetchB<BN, TransB, ALoader>(sp, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
           [[maybe_unused]] const int kbTicket = u.ticketPoint();
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
@@ -206,7 +207,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             }
             unsigned char* sa = ss.slotA(ring.stage);
             unsigned char* sb = ss.slotB(ring.stage);
-            const int32_t k0 = kb * kBK;
+            const int32_t k0 = ALoader::kColumn(sp, kb);  // B's k coordinate
             cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                  cuda::ptx::space_shared, &full[ring.stage], kTx);
             // The wait hook, or the waiter's count of it. With ReorderTileLoads
@@ -216,7 +217,8 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               if constexpr (kWaits) {
                 if (readyCached < ++loaded) readyCached = queue.awaitReady(loaded);
               } else
-                cusync::waitElected(sp.view, work, ALoader::read(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
+                cusync::waitElected(sp.view, work, readOf<ALoader>(sp, kb, mTile, walkStart), 0,
+                                    cusync::Reader::AsyncProxy);
             };
             auto waitForA = [&] {
               if (tracing) {
@@ -230,7 +232,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             if (!reorderLoads) waitForA();
             loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
             if (reorderLoads) waitForA();
-            ALoader::load(sa, &sp.tmA, k0, m0, &full[ring.stage]);
+            ALoader::load(sa, sp, aRows, kb, &full[ring.stage]);
             ring.advance();
           }
           if (tracing && u.kb0 == 0 && rank == 0) {
@@ -320,15 +322,15 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
 #endif
 }
 
-template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP>
+template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP, class ALoader = TmaTileA>
 __global__ void __launch_bounds__(kThreads, 1) gemmKernel(const __grid_constant__ KP kp) {
-  gemmBody<Shape, T, TransB, E0, E1, KP>(kp);
+  gemmBody<Shape, T, TransB, E0, E1, KP, ALoader>(kp);
 }
 
-template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP>
+template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP, class ALoader = TmaTileA>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     gemmKernelPair(const __grid_constant__ KP kp) {
-  gemmBody<Shape, T, TransB, E0, E1, KP>(kp);
+  gemmBody<Shape, T, TransB, E0, E1, KP, ALoader>(kp);
 }
 
 }  // namespace cusync_gemm::detail

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "cusync/device.h"
+#include "kernels/gemm/kernel/mainloop.cuh"
 #include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/kernel/sm90.cuh"
 #include "kernels/gemm/schedule/unit.cuh"
@@ -98,10 +99,10 @@ class WaitQueue {
       resolved += static_cast<uint32_t>(u.kb1 - u.kb0);  // a stage that waits on nothing
     } else {
       const int32_t mTile = static_cast<int32_t>(u.w.tile.y * kRowsPerTile);
-      const uint32_t walkStart = static_cast<uint32_t>(u.kb0 * kBK);
+      const uint32_t walkStart = static_cast<uint32_t>(ALoader::kColumn(sp, u.kb0));
       uint32_t published = resolved;
       for (int kb = u.kb0; kb < u.kb1; ++kb) {
-        const cusync::SemSpan span = cusync::waitSpanOf(sp.view, ALoader::read(kb * kBK, mTile, walkStart));
+        const cusync::SemSpan span = cusync::waitSpanOf(sp.view, readOf<ALoader>(sp, kb, mTile, walkStart));
         if (!span.empty()) {
           if (published != resolved) publishReady(published = resolved);
           cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);

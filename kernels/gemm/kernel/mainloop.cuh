@@ -20,19 +20,42 @@
 
 namespace cusync_gemm::detail {
 
-// A loader for a row-major A [M, K]: k-block kb of rows [m0, m0 + BM) is one
-// tensor-map box. read() says which producer output that k-block reads, for
-// the stage's input policy: columns from k0, the stage tile's rows.
+// An A loader is the replaceable part of the loads. Its members, for the
+// stage parameters SP of the unit's stage:
+//   Rows rows(sp, m0)        per-unit state of this block's rows from m0
+//   int32_t kColumn(sp, kb)  the reduction index where k-block kb starts: B's
+//                            k coordinate, and the column the stage's input
+//                            policy sees read (cusync::Read::col)
+//   load(dst, sp, rows, kb, full)  the TMA load of k-block kb of A
+// TmaTileA reads a row-major A [M, K]: k-block kb of rows [m0, m0 + BM) is
+// one tensor-map box. The convolution's im2col loader
+// (kernels/conv/kernel/im2col_loader.cuh) has the same members.
 struct TmaTileA {
-  __device__ __forceinline__ static cusync::Read read(int32_t k0, int32_t stageTileRow0, uint32_t walkStart) {
-    return cusync::Read{static_cast<uint32_t>(k0), static_cast<uint32_t>(stageTileRow0), 0, walkStart};
+  struct Rows {
+    int32_t m0;
+  };
+  template <class SP>
+  __device__ __forceinline__ static Rows rows(const SP&, int32_t m0) {
+    return Rows{m0};
   }
-  __device__ __forceinline__ static void load(void* dst, const CUtensorMap* map, int32_t k0, int32_t m0,
-                                              uint64_t* full) {
-    const int32_t c[2] = {k0, m0};
-    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, c, full);
+  template <class SP>
+  __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
+    return kb * kBK;
+  }
+  template <class SP>
+  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
+    const int32_t c[2] = {kb * kBK, r.m0};
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &sp.tmA, c, full);
   }
 };
+
+// What k-block kb of a stage tile starting at row stageTileRow0 reads, for
+// the stage's input policy; walkStart is the column of the unit's first k-block.
+template <class ALoader, class SP>
+__device__ __forceinline__ cusync::Read readOf(const SP& sp, int kb, int32_t stageTileRow0, uint32_t walkStart) {
+  return cusync::Read{static_cast<uint32_t>(ALoader::kColumn(sp, kb)), static_cast<uint32_t>(stageTileRow0), 0,
+                      walkStart};
+}
 
 // k-block k0 of B's columns [n0, n0 + BN) into slot `sb`: one box of B as
 // [N, K], or ceil(BN / 64) boxes of 64 columns of B as [K, N]. In a cluster
@@ -73,16 +96,17 @@ __device__ __forceinline__ void loadB(unsigned char* sb, const CUtensorMap* tmB,
 // Prefetches B's k-blocks [kbFrom, min(kbTo, kbEnd)) of columns [n0, n0 + BN)
 // into L2 (no CCCL wrapper for the bulk tensor prefetch): a unit whose
 // inputs are not ready streams the weights it will need while it waits.
-template <int BN, int TransB>
-__device__ __forceinline__ void prefetchB(const CUtensorMap* tmB, int kbFrom, int kbTo, int kbEnd, int32_t n0) {
+template <int BN, int TransB, class ALoader, class SP>
+__device__ __forceinline__ void prefetchB(const SP& sp, int kbFrom, int kbTo, int kbEnd, int32_t n0) {
 #if CUSYNC_GEMM_SM90A
   const int end = kbTo < kbEnd ? kbTo : kbEnd;
   constexpr int kBoxes = TransB == 0 ? 1 : (BN + 63) / 64;
   for (int kb = kbFrom; kb < end; ++kb)
 #pragma unroll
     for (int c = 0; c < kBoxes; ++c) {
-      const int32_t c0 = TransB == 0 ? kb * kBK : n0 + 64 * c, c1 = TransB == 0 ? n0 : kb * kBK;
-      asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(tmB), "r"(c0), "r"(c1)
+      const int32_t k0 = ALoader::kColumn(sp, kb);
+      const int32_t c0 = TransB == 0 ? k0 : n0 + 64 * c, c1 = TransB == 0 ? n0 : k0;
+      asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(&sp.tmB), "r"(c0), "r"(c1)
                    : "memory");
     }
 #endif

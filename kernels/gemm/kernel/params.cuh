@@ -68,6 +68,19 @@ struct ScheduleParams {
   uint32_t kCutGroups = 0;                // KCut: groups of blocks (flags and partials per block)
 };
 
+// How an implicit-GEMM convolution's A is read (im2col loads, kernels/conv);
+// a plain GEMM leaves it zero. Output pixel m is (n, p, q) with m = n P Q +
+// p Q + q; k-block kb is filter position rs = kb / cBlocks, channels from 64
+// (kb % cBlocks).
+struct Im2colGeometry {
+  int32_t Q = 0, PQ = 0;        // output width, output pixels per image
+  int32_t strideH = 1, strideW = 1;
+  int32_t padH = 0, padW = 0;
+  int32_t S = 1;                // filter width
+  int32_t C = 0;                // input channels
+  int32_t cBlocks = 0;          // 64-channel k-blocks per filter position
+};
+
 // One GEMM stage of a kernel: its operands, epilogue inputs and stage view.
 template <class T, class View_>
 struct StageParams {
@@ -84,6 +97,7 @@ struct StageParams {
   uint32_t prefetchKBlocks;
   // B's loads carry an L2 evict-first policy (KernelFlags::bEvictFirst allows it).
   bool bEvictFirst;
+  Im2colGeometry im2col;
 };
 
 // A kernel's parameters: one stage, or two run by one persistent grid (the

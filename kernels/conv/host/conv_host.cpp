@@ -1,0 +1,146 @@
+// The convolution's host side without kernels: argument checks, the GEMM
+// it runs as, its configuration choice, and the im2col tensor map.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cusync/error.h"
+#include "kernels/conv/conv.h"
+#include "kernels/conv/host/conv_launch_host.h"
+#include "kernels/gemm/host/launch_host.h"
+
+namespace cusync_conv {
+
+using cusync_gemm::Epilogue;
+using cusync_gemm::GemmArgs;
+using cusync_gemm::TileConfig;
+
+namespace {
+[[noreturn]] void bad(const std::string& msg) {
+  throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv2d", msg);
+}
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+std::string str(int64_t v) { return std::to_string(v); }
+}  // namespace
+
+const char* toString(ConvEpilogue e) {
+  switch (e) {
+    case ConvEpilogue::Bias: return "bias";
+    case ConvEpilogue::BiasRelu: return "bias-relu";
+    case ConvEpilogue::BiasResidualRelu: return "bias-residual-relu";
+  }
+  return "?";
+}
+
+void checkArgs(const Conv2dArgs& a) {
+  if (a.N < 1 || a.H < 1 || a.W < 1)
+    bad("N, H, W = " + str(a.N) + ", " + str(a.H) + ", " + str(a.W) + ": each must be at least 1");
+  if (a.C < 8 || a.C % 8 != 0)
+    bad("C = " + str(a.C) + ": input channels must be a positive multiple of 8 (pad the channels, e.g. RGB to 8)");
+  if (a.K < 8 || a.K % 8 != 0) bad("K = " + str(a.K) + ": output channels must be a positive multiple of 8");
+  if ((a.R != 1 && a.R != 3) || (a.S != 1 && a.S != 3))
+    bad("filter " + str(a.R) + "x" + str(a.S) + ": the kernels run 1x1 and 3x3 filters");
+  if (a.strideH < 1 || a.strideH > 2 || a.strideW < 1 || a.strideW > 2)
+    bad("stride " + str(a.strideH) + "x" + str(a.strideW) + ": the kernels run strides 1 and 2");
+  if (a.padH < 0 || a.padW < 0 || 2 * a.padH > a.R - 1 || 2 * a.padW > a.S - 1)
+    bad("padding " + str(a.padH) + "x" + str(a.padW) + " for a " + str(a.R) + "x" + str(a.S) +
+        " filter: padding must be at most (filter - 1) / 2 on each side");
+  if (a.H + 2 * a.padH < a.R || a.W + 2 * a.padW < a.S)
+    bad("the " + str(a.R) + "x" + str(a.S) + " filter is larger than the padded " + str(a.H) + "x" + str(a.W) +
+        " input");
+  if (a.pixels() > (int64_t(1) << 31) - 1 || a.N * a.H * a.W > (int64_t(1) << 31) - 1)
+    bad("N * H * W and N * P * Q must each be below 2^31");
+  if (a.K > (int64_t(1) << 31) - 1 || a.C > 65536) bad("C must be at most 65536 and K below 2^31");
+  if (!a.x || !a.w || !a.y) bad("x, w and y must be non-null device pointers");
+  if (!aligned16(a.x)) bad("x is not 16-byte aligned");
+  if (!aligned16(a.w)) bad("w is not 16-byte aligned");
+  if (!aligned16(a.y)) bad("y is not 16-byte aligned");
+  if (a.bias && !aligned16(a.bias)) bad("bias is not 16-byte aligned");
+  if (a.epilogue == ConvEpilogue::BiasResidualRelu && !a.residual)
+    bad("epilogue 'bias-residual-relu' needs a residual pointer");
+  if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
+  if (a.config != TileConfig::Auto && !convBuilds(a.config))
+    bad(std::string("tile configuration ") + cusync_gemm::toString(a.config) +
+        " is not built for the convolution (128x64, 128x128, 128x256, 64x128-splitk)");
+}
+
+GemmArgs gemmOf(const Conv2dArgs& a) {
+  GemmArgs g;
+  g.M = a.pixels();
+  g.N = a.K;
+  g.K = int64_t(a.R) * a.S * detail::channelBlocks(a.C) * 64;
+  g.A = a.x;
+  g.B = a.w;
+  g.C = a.y;
+  g.epilogue = a.epilogue == ConvEpilogue::Bias       ? Epilogue::Bias
+               : a.epilogue == ConvEpilogue::BiasRelu ? Epilogue::Relu
+                                                      : Epilogue::ResidualRelu;
+  g.bias = a.bias;
+  g.residual = a.residual;
+  g.trace = a.trace;
+  g.config = a.config;
+  return g;
+}
+
+bool convBuilds(TileConfig c) {
+  for (TileConfig b : detail::kConvConfigs)
+    if (b == c) return true;
+  return false;
+}
+
+TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
+  if (a.config != TileConfig::Auto) return a.config;
+  const GemmArgs g = gemmOf(a);
+  TileConfig best = TileConfig::Auto;
+  double bestCost = 0;
+  for (TileConfig c : detail::kConvConfigs) {
+    const double cost = cusync_gemm::estimatedCost(g.M, g.N, g.K, numSMs, c);
+    if (best == TileConfig::Auto || cost < bestCost * 0.999) best = c, bestCost = cost;
+  }
+  return best;
+}
+
+namespace detail {
+
+namespace {
+using EncodeIm2colFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                    const cuuint64_t*, const int*, const int*, cuuint32_t, cuuint32_t,
+                                    const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeIm2colFn encodeIm2colFn() {
+  static EncodeIm2colFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
+      throw cusync::Error(cusync::ErrorCode::CudaError, "conv2d", "cuTensorMapEncodeIm2col is not available from the driver");
+    return reinterpret_cast<EncodeIm2colFn>(p);
+  }();
+  return fn;
+}
+}  // namespace
+
+CUtensorMap makeIm2colMap(const Conv2dArgs& a, uint32_t pixelsPerLoad) {
+  // Dimensions innermost first: C, W, H, N. The bounding box holds the
+  // window corners of the output pixels: from -pad to (extent - 1) + pad -
+  // (filter - 1), walked with the stride; the corners are given as {W, H}.
+  const cuuint64_t dims[4] = {cuuint64_t(a.C), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
+  const cuuint64_t strides[3] = {cuuint64_t(a.C) * 2, cuuint64_t(a.C * a.W) * 2, cuuint64_t(a.C * a.W * a.H) * 2};
+  const int lower[2] = {-a.padW, -a.padH};
+  const int upper[2] = {a.padW - (a.S - 1), a.padH - (a.R - 1)};
+  const cuuint32_t estr[4] = {1, cuuint32_t(a.strideW), cuuint32_t(a.strideH), 1};
+  CUtensorMap m{};
+  const CUresult r = encodeIm2colFn()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(a.x), dims, strides,
+                                      lower, upper, 64, pixelsPerLoad, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw cusync::Error(cusync::ErrorCode::CudaError, "conv2d",
+                        "cuTensorMapEncodeIm2col failed with code " + std::to_string(static_cast<int>(r)));
+  return m;
+}
+
+}  // namespace detail
+}  // namespace cusync_conv

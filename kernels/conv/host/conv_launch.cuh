@@ -1,0 +1,74 @@
+// The convolution's kernel launch: the GEMM kernel with the im2col A loader,
+// dispatched from a configuration (kConvConfigs) and epilogue to an
+// instantiation. Included by the translation units that instantiate conv
+// kernels, built for sm_90a.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "kernels/conv/conv.h"
+#include "kernels/conv/host/conv_launch_host.h"
+#include "kernels/conv/kernel/im2col_loader.cuh"
+#include "kernels/gemm/host/launch.cuh"
+
+namespace cusync_conv::detail {
+
+namespace gd = cusync_gemm::detail;
+using gd::KernelFlags;
+using gd::StageParams;
+using bf16 = __nv_bfloat16;
+
+// The epilogues the convolution's kernels are built for (conv.h's three).
+using ConvEpilogues = gd::Epilogues<cusync_gemm::Epilogue::Bias, cusync_gemm::Epilogue::Relu,
+                                    cusync_gemm::Epilogue::ResidualRelu>;
+
+template <class Shape>
+constexpr bool kBuiltForConv = [] {
+  for (cusync_gemm::TileConfig c : kConvConfigs) {
+    const cusync_gemm::TileConfigRow* r = cusync_gemm::findTileConfig(c);
+    if (r->bm == Shape::BM && r->bn == Shape::BN && r->schedule == Shape::kSchedule &&
+        r->ringSlots == Shape::kRingSlots)
+      return true;
+  }
+  return false;
+}();
+
+// One conv stage's kernel parameters: the GEMM's (g = gemmOf(a), config
+// resolved) with A through the im2col map and B the KRSC filter as [K, R S C].
+template <class Shape, class View>
+StageParams<bf16, View> buildConvStageParams(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View& view,
+                                             uint32_t blocks, cudaStream_t s, bool evictFirstAllowed) {
+  StageParams<bf16, View> sp = gd::buildStageCommon<Shape, bf16>(g, view, blocks, s, evictFirstAllowed);
+  sp.tmA = makeIm2colMap(a, Shape::BM);
+  sp.tmB = gd::makeTensorMap2D(a.w, true, static_cast<uint64_t>(a.R) * a.S * a.C, a.K, gd::kBK,
+                               gd::kBRowsPerBlock<Shape>);
+  sp.im2col = im2colGeometry(a);
+  return sp;
+}
+
+// Launches the conv of `a` as one kernel of configuration g.config.
+template <class View>
+void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View& view, uint32_t blocks,
+                const cudaLaunchConfig_t& base, const KernelFlags& flags) {
+  gd::forTableRow(
+      g.config,
+      [&](auto row) {
+        using Shape = gd::KernelShapeOf<decltype(row)::value>;
+        if constexpr (!kBuiltForConv<Shape>) {
+          throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv2d",
+                              std::string("tile configuration ") + cusync_gemm::toString(g.config) +
+                                  " is not built for the convolution");
+        } else {
+          gd::dispatchEpilogueFn<Shape>(ConvEpilogues{}, g, [&](auto e) {
+            gd::launchStageKernel<Shape, bf16, 0, decltype(e)::value, Im2colA>(
+                buildConvStageParams<Shape>(a, g, view, blocks, base.stream, flags.bEvictFirst), blocks, base,
+                flags);
+          });
+        }
+      },
+      std::make_index_sequence<cusync_gemm::kNumTileConfigs>{});
+}
+
+}  // namespace cusync_conv::detail

@@ -1,0 +1,62 @@
+// The convolution's A loader: the GEMM kernel's A loads (mainloop.cuh, the
+// A loader members) through the TMA's im2col mode over the NHWC activations.
+//
+// One load fills a ring slot exactly as a tile-mode box of a row-major A
+// would: BM consecutive output pixels (the GEMM's rows) x 64 channels, 128
+// bytes per pixel in the 128-byte swizzle. The tensor map (host/conv_launch.cuh)
+// carries the sliding window's bounding box, so the copy engine walks the
+// pixels across row and image boundaries, applies the stride, and fills
+// padding and channels past C with zeros; the load names the first pixel's
+// window corner and the filter position (r, s) as the im2col offsets.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm/kernel/arch.cuh"
+#include "kernels/gemm/kernel/params.cuh"
+
+namespace cusync_conv::detail {
+
+using cusync_gemm::detail::Im2colGeometry;
+using cusync_gemm::detail::kBK;
+
+struct Im2colA {
+  // The window corner of this block's first output pixel, in input pixels.
+  struct Rows {
+    int32_t w, h, n;
+  };
+  template <class SP>
+  __device__ __forceinline__ static Rows rows(const SP& sp, int32_t m0) {
+    const Im2colGeometry& g = sp.im2col;
+    const int32_t n = m0 / g.PQ, pq = m0 - n * g.PQ;
+    const int32_t p = pq / g.Q, q = pq - p * g.Q;
+    return Rows{q * g.strideW - g.padW, p * g.strideH - g.padH, n};
+  }
+  // The filter column k = (r S + s) C + c where k-block kb starts (B is the
+  // KRSC filter as [K, R S C]; columns past a position's C channels meet
+  // zero-filled A channels).
+  template <class SP>
+  __device__ __forceinline__ static int32_t kColumn(const SP& sp, int kb) {
+    const Im2colGeometry& g = sp.im2col;
+    const int32_t rs = kb / g.cBlocks;
+    return rs * g.C + (kb - rs * g.cBlocks) * kBK;
+  }
+  template <class SP>
+  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
+#if CUSYNC_GEMM_SM90A
+    const Im2colGeometry& g = sp.im2col;
+    const int32_t rs = kb / g.cBlocks, c0 = (kb - rs * g.cBlocks) * kBK;
+    const int32_t fr = rs / g.S, fs = rs - fr * g.S;
+    // No CCCL wrapper for the im2col form: coordinates {c, w, h, n}, offsets {s, r}.
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+        "l"(&sp.tmA), "r"(c0), "r"(r.w), "r"(r.h), "r"(r.n),
+        "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(static_cast<uint16_t>(fs)),
+        "h"(static_cast<uint16_t>(fr))
+        : "memory");
+#endif
+  }
+};
+
+}  // namespace cusync_conv::detail

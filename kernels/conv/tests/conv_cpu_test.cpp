@@ -1,0 +1,114 @@
+// CPU tests of the convolution's host side: argument checks name the
+// problem, the GEMM a conv runs as, the configuration choice, the im2col
+// geometry the kernels read.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cusync/error.h"
+#include "kernels/conv/conv.h"
+#include "kernels/conv/host/conv_launch_host.h"
+
+namespace {
+
+using cusync_conv::Conv2dArgs;
+using cusync_conv::ConvEpilogue;
+using cusync_gemm::TileConfig;
+
+alignas(16) char buffer[64];
+
+Conv2dArgs good() {
+  Conv2dArgs a;
+  a.N = 2, a.H = 56, a.W = 56, a.C = 64, a.K = 128;
+  a.x = a.w = a.y = buffer;
+  return a;
+}
+
+void expectBad(const Conv2dArgs& a, const std::string& what) {
+  try {
+    cusync_conv::checkArgs(a);
+    ADD_FAILURE() << "accepted; expected an error about: " << what;
+  } catch (const cusync::Error& e) {
+    EXPECT_EQ(e.code(), cusync::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConvArgs, GoodShapesPass) {
+  EXPECT_NO_THROW(cusync_conv::checkArgs(good()));
+  Conv2dArgs a = good();
+  a.R = a.S = 1, a.padH = a.padW = 0, a.strideH = a.strideW = 2;
+  EXPECT_NO_THROW(cusync_conv::checkArgs(a));
+  a = good();
+  a.H = a.W = 1;  // a 3x3 filter over a 1x1 image with padding 1
+  EXPECT_NO_THROW(cusync_conv::checkArgs(a));
+}
+
+TEST(ConvArgs, BadInputNamesTheProblem) {
+  Conv2dArgs a = good();
+  a.C = 3;
+  expectBad(a, "multiple of 8");
+  a = good(), a.K = 100;
+  expectBad(a, "output channels");
+  a = good(), a.N = 0;
+  expectBad(a, "at least 1");
+  a = good(), a.R = a.S = 5;
+  expectBad(a, "1x1 and 3x3");
+  a = good(), a.strideH = 3;
+  expectBad(a, "strides 1 and 2");
+  a = good(), a.padH = a.padW = 2;
+  expectBad(a, "padding");
+  a = good(), a.H = a.W = 1, a.padH = a.padW = 0;
+  expectBad(a, "larger than the padded");
+  a = good(), a.x = buffer + 2;
+  expectBad(a, "x is not 16-byte aligned");
+  a = good(), a.y = nullptr;
+  expectBad(a, "non-null");
+  a = good(), a.epilogue = ConvEpilogue::BiasResidualRelu;
+  expectBad(a, "residual pointer");
+  a = good(), a.config = TileConfig::T128x192;
+  expectBad(a, "not built for the convolution");
+}
+
+TEST(ConvArgs, OutputGeometry) {
+  Conv2dArgs a = good();
+  EXPECT_EQ(a.P(), 56);
+  EXPECT_EQ(a.Q(), 56);
+  a.strideH = a.strideW = 2;
+  EXPECT_EQ(a.P(), 28);
+  a.H = a.W = 7;
+  EXPECT_EQ(a.P(), 4);
+  a.R = a.S = 1, a.padH = a.padW = 0;
+  EXPECT_EQ(a.Q(), 4);
+}
+
+TEST(ConvGemm, RunsAsAnImplicitGemm) {
+  Conv2dArgs a = good();
+  a.C = 520;
+  a.epilogue = ConvEpilogue::BiasResidualRelu;
+  const cusync_gemm::GemmArgs g = cusync_conv::gemmOf(a);
+  EXPECT_EQ(g.M, 2 * 56 * 56);
+  EXPECT_EQ(g.N, 128);
+  EXPECT_EQ(g.K, 9 * 9 * 64);  // 520 channels in 9 k-blocks per filter position
+  EXPECT_EQ(g.epilogue, cusync_gemm::Epilogue::ResidualRelu);
+  const cusync_gemm::detail::Im2colGeometry geo = cusync_conv::detail::im2colGeometry(a);
+  EXPECT_EQ(geo.cBlocks, 9);
+  EXPECT_EQ(geo.PQ, 56 * 56);
+  EXPECT_EQ(geo.Q, 56);
+}
+
+TEST(ConvGemm, ConfigurationIsBuilt) {
+  for (int64_t n : {1, 4, 32})
+    for (int64_t c : {64, 128, 256, 512})
+      for (int64_t h : {56, 28, 14, 7}) {
+        Conv2dArgs a = good();
+        a.N = n, a.C = a.K = c, a.H = a.W = h;
+        const TileConfig t = cusync_conv::convConfig(a, 132, cusync_gemm::LaunchContext::Stage);
+        EXPECT_TRUE(cusync_conv::convBuilds(t)) << cusync_gemm::toString(t);
+      }
+  Conv2dArgs a = good();
+  a.config = TileConfig::T128x256;
+  EXPECT_EQ(cusync_conv::convConfig(a, 132, cusync_gemm::LaunchContext::Standalone), TileConfig::T128x256);
+}
+
+}  // namespace
