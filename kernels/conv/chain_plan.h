@@ -1,0 +1,81 @@
+// Host-only plan of a conv pair's synchronized variants: each layer's
+// configuration for a stage, grid, tile, persistent blocks and flags, and
+// the Conv2DTileSync edge between them. The GPU library (chain.cu) and the
+// CPU emulator test (tests/conv_emu_test.cpp) build their stages from it, so
+// the emulator checks the very plan the GPU runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cusync/error.h"
+#include "cusync/optimizations.h"
+#include "cusync/policies.h"
+#include "kernels/conv/chain.h"
+#include "kernels/conv/conv.h"
+
+namespace cusync_conv {
+
+struct ConvStagePlan {
+  Conv2dArgs args;            // shape, epilogue and resolved configuration (pointers unset)
+  cusync::Dim3 grid, tile;    // stage grid (x over channel tiles, y over pixel tiles) and tile
+  uint32_t blocks = 0;        // persistent blocks
+  uint32_t ticketBlocks = 0;  // of those, the blocks that take tickets
+  int opts = cusync::NoOptimization;
+};
+
+struct ConvPairPlan {
+  ConvStagePlan first, second;
+  cusync::policy::Conv2DTileSync edge;  // the second layer's filter over the first's output
+};
+
+// The arguments of one layer of a chain (pointers unset), checked.
+inline Conv2dArgs layerArgs(int64_t N, int64_t H, int64_t W, const ConvLayer& l) {
+  Conv2dArgs a;
+  a.N = N, a.H = H, a.W = W, a.C = l.C, a.K = l.K;
+  a.R = a.S = l.R;
+  a.padH = a.padW = l.pad;
+  a.strideH = a.strideW = l.stride;
+  a.epilogue = l.epilogue;
+  // Shape checks only: the pointers come with each run.
+  alignas(16) static char probe[16] = {};
+  Conv2dArgs c = a;
+  c.x = c.w = c.y = probe;
+  if (a.epilogue == ConvEpilogue::BiasResidualRelu) c.residual = probe;
+  checkArgs(c);
+  return a;
+}
+
+inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second,
+                                 int sms) {
+  ConvPairPlan p;
+  p.first.args = layerArgs(N, H, W, first);
+  if (second.C != first.K)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
+                        "the second layer reads " + std::to_string(second.C) + " channels where the first writes " +
+                            std::to_string(first.K));
+  p.second.args = layerArgs(N, p.first.args.P(), p.first.args.Q(), second);
+  for (ConvStagePlan* s : {&p.first, &p.second}) {
+    s->args.config = convConfig(s->args, sms, cusync_gemm::LaunchContext::Stage);
+    const cusync_gemm::GemmArgs g = gemmOf(s->args);
+    s->grid = cusync_gemm::stageGrid(g, g.config);
+    s->tile = cusync_gemm::stageTile(g, g.config);
+    s->blocks = cusync_gemm::persistentBlocks(g, g.config, sms);
+    s->ticketBlocks = cusync_gemm::ticketBlocks(g, g.config, sms);
+  }
+  // The first layer waits for the kernel before the pair (as conv2d()
+  // launches do), so a Pdl pipeline places its blocks during that kernel's
+  // tail; the second loads its filter before it waits for its input.
+  p.first.opts = cusync::WaitsForPriorGrid;
+  p.second.opts = cusync::ReorderTileLoads;
+  const Conv2dArgs& c = p.second.args;
+  p.edge.R = static_cast<uint32_t>(c.R), p.edge.S = static_cast<uint32_t>(c.S);
+  p.edge.C = static_cast<uint32_t>(c.C);
+  p.edge.H = static_cast<uint32_t>(c.H), p.edge.W = static_cast<uint32_t>(c.W);
+  p.edge.padH = static_cast<uint32_t>(c.padH), p.edge.padW = static_cast<uint32_t>(c.padW);
+  p.edge.strideH = static_cast<uint32_t>(c.strideH), p.edge.strideW = static_cast<uint32_t>(c.strideW);
+  p.edge.N = static_cast<uint32_t>(N);
+  return p;
+}
+
+}  // namespace cusync_conv
