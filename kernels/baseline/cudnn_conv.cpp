@@ -7,12 +7,12 @@
 // later, Find times every algorithm cuDNN has for the shape on the real
 // buffers (what cudnn.benchmark does), and the fused call adds bias, an
 // optional residual (its z input) and ReLU in the convolution's epilogue
-// with no extra pass over y. The graph API expresses the same fusion as an
-// operation graph, but on Hopper that fusion runs on runtime-compiled
-// engines (NVRTC at run time) and takes several times the descriptors;
-// PyTorch's frontend-API timings of the same layers (tools/torch_baselines.py,
-// cuDNN's convolution plus separate bias and ReLU kernels) are the check that
-// this choice leaves no speed behind.
+// with no extra pass over y. The graph API would express the same fusion as
+// an operation graph, with several times the descriptors, and its generic
+// fusion engines compile their kernels at run time (NVRTC). PyTorch's
+// graph-API timings of the same layers (tools/torch_baselines.py: cuDNN's
+// convolution, then bias and ReLU kernels of its own) are the check that this
+// choice leaves no speed behind.
 //
 // The fused call does not take every algorithm with every data type, so a
 // plan tries it with each algorithm Find returned and also times the fastest
