@@ -10,6 +10,7 @@
 // bf16 GEMM) and memory bandwidth (a large device-to-device copy, bytes read
 // plus written) are measured in the same run for the roofline.
 #include "bench_mlp.h"
+#include "bench_ceilings.h"
 #include "bench_output.h"
 #include "bench_util.cuh"
 
@@ -33,14 +34,12 @@
 
 #include "cusync/error.h"
 #include "cusync/launch.h"
-#include "kernels/baseline/cublaslt_gemm.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
 
 using namespace cusync_mlp;
 
 namespace {
-
 
 struct VariantSpec {
   std::string name;
@@ -74,19 +73,6 @@ VariantSpec parseSpec(const std::string& s) {
   return sp;
 }
 
-__global__ void fillRandom(__nv_bfloat16* p, size_t n, uint64_t seed, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + i;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    const float u = (uint32_t(x) >> 8) * (1.f / 16777216.f);
-    p[i] = __float2bfloat16_rn((2.f * u - 1.f) * scale);
-  }
-}
-
 // ||out - ref|| / ||ref||; infinity when out has a non-finite element.
 double relErr(const std::vector<float>& out, const std::vector<float>& ref) {
   double num = 0, den = 0;
@@ -96,37 +82,6 @@ double relErr(const std::vector<float>& out, const std::vector<float>& ref) {
     den += double(ref[i]) * ref[i];
   }
   return std::sqrt(num / (den > 0 ? den : 1));
-}
-
-// Peak bf16 GEMM rate (TFLOP/s) of cuBLASLt on an 8192^3 GEMM.
-double measurePeakTflops(cudaStream_t s, int iters) {
-  const int n = 8192;
-  __nv_bfloat16 *A, *B, *C;
-  CUDA_OK(cudaMalloc(&A, size_t(n) * n * 2));
-  CUDA_OK(cudaMalloc(&B, size_t(n) * n * 2));
-  CUDA_OK(cudaMalloc(&C, size_t(n) * n * 2));
-  fillRandom<<<1024, 256, 0, s>>>(A, size_t(n) * n, 1, 1.f);
-  fillRandom<<<1024, 256, 0, s>>>(B, size_t(n) * n, 2, 1.f);
-  double ms = NAN;
-  {
-    const cusync_baseline::LtContext lt(size_t(32) << 20);
-    const cusync_baseline::LtGemm g(lt, n, n, n);
-    ms = bench::medianMs([&](int) { g.run(A, B, C, s); }, iters, s);
-  }
-  cudaFree(A), cudaFree(B), cudaFree(C);
-  return 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12;
-}
-
-// Device-to-device copy bandwidth (bytes read + written per second), TB/s.
-double measureBandwidthTBs(cudaStream_t s, int iters) {
-  const size_t bytes = size_t(1) << 30;
-  void *a, *b;
-  CUDA_OK(cudaMalloc(&a, bytes));
-  CUDA_OK(cudaMalloc(&b, bytes));
-  CUDA_OK(cudaMemsetAsync(a, 1, bytes, s));
-  const double ms = bench::medianMs([&](int) { CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); }, iters, s);
-  cudaFree(a), cudaFree(b);
-  return 2.0 * bytes / (ms * 1e-3) / 1e12;
 }
 
 // What one traced run of a variant shows (our GEMM kernels' per-tile
@@ -305,8 +260,8 @@ int benchMlp(const MlpBenchOptions& o) {
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   double peak = 0, bw = 0;
   if (!checkOnly) {
-    peak = measurePeakTflops(s, 20);
-    bw = measureBandwidthTBs(s, 20);
+    peak = bench::measurePeakTflops(s, 20);
+    bw = bench::measureBandwidthTBs(s, 20);
     std::printf("ceilings: cuBLAS bf16 GEMM 8192^3 %.0f TFLOP/s, device copy %.2f TB/s (read + write)\n", peak, bw);
   }
   std::fflush(stdout);
@@ -330,9 +285,9 @@ int benchMlp(const MlpBenchOptions& o) {
     CUDA_OK(cudaMalloc(&W2, d.N2 * d.K2 * 2));
     CUDA_OK(cudaMalloc(&H, maxM * d.K2 * 2));
     CUDA_OK(cudaMalloc(&Y, maxM * d.N2 * 2));
-    fillRandom<<<2048, 256, 0, s>>>(X, maxM * d.K1, 3, 1.f);
-    fillRandom<<<2048, 256, 0, s>>>(W1, d.N1 * d.K1, 4, 1.7f / std::sqrt(float(d.K1)));
-    fillRandom<<<2048, 256, 0, s>>>(W2, d.N2 * d.K2, 5, 1.7f / std::sqrt(float(d.K2)));
+    bench::fillRandomBf16(X, maxM * d.K1, 3, 1.f, s);
+    bench::fillRandomBf16(W1, d.N1 * d.K1, 4, 1.7f / std::sqrt(float(d.K1)), s);
+    bench::fillRandomBf16(W2, d.N2 * d.K2, 5, 1.7f / std::sqrt(float(d.K2)), s);
     CUDA_OK(cudaStreamSynchronize(s));
     Mlp mlp(model, maxM);
     const Buffers b{X, W1, H, W2, Y};

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_conv.h"
 #include "bench_gemm.h"
 #include "bench_mlp.h"
 #include "cusync_cli.h"
@@ -16,8 +17,8 @@ using cusync_cli::wholeNumber;
 using cusync_cli::writableFile;
 
 const char* kExitStatus =
-    "Exit status: 0 done; 1 a failure (a result failed its check against cuBLAS, an output file could not be\n"
-    "written, a CUDA error); 2 bad usage; 3 no CUDA GPU here, or not a Hopper GPU (sm_90).";
+    "Exit status: 0 done; 1 a failure (a result failed its check against cuBLAS, cuDNN or the reference, an output\n"
+    "file could not be written, a CUDA or cuDNN error); 2 bad usage; 3 no CUDA GPU here, or not a Hopper GPU (sm_90).";
 
 std::string join(const std::vector<std::string>& names) {
   std::string s;
@@ -92,10 +93,48 @@ void addMlp(CLI::App& app, MlpBenchOptions& o) {
   c->footer(kExitStatus);
 }
 
+void addConv(CLI::App& app, ConvBenchOptions& o) {
+  CLI::App* c = app.add_subcommand(
+      "conv",
+      "ResNet-38 and VGG-19 convolution layer pairs (bf16 NHWC, 3x3, bias + ReLU after each layer; the pairs of\n"
+      "tools/torch_baselines.py: ResNet's 3x3 pairs at 56, 28, 14, 7 and stride-2 transitions, VGG-19's consecutive\n"
+      "layers at a 224 input, its 3 RGB channels padded to 8) through cusync, against the best baseline: cuDNN (its\n"
+      "fastest algorithm per layer) or our two convolutions in stream order without cusync (nosync), whichever is\n"
+      "faster. Prints per pair and batch each variant's median ms, speedup over that baseline and roofline\n"
+      "efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) / time (bytes: x, weights, biases and y, the\n"
+      "intermediate left out); each layer alone, ours against cuDNN (target: cuDNN's time / ours >= 0.9); then per\n"
+      "model a table. Every variant is checked first: cuDNN against a naive fp32 convolution, ours against cuDNN\n"
+      "(against the naive one without cuDNN). Plot with tools/plot_conv.py FILE.json. Needs a Hopper GPU.");
+  addList(c, "--model", o.models, "resnet, vgg or both, comma separated", oneOf({"resnet", "vgg", "both"}, "model"));
+  addList(c, "--batch", o.batches, "batch sizes, comma separated (each 1 to 256)", wholeNumber(1, 256));
+  std::string pairList;  // seven names a line
+  const std::vector<std::string> pairNames = convBenchPairs();
+  for (size_t i = 0; i < pairNames.size(); ++i) pairList += (i == 0 ? "" : i % 7 ? ", " : ",\n") + pairNames[i];
+  addList(c, "--pair", o.pairs, "only these layer pairs, of any model, comma separated:\n" + pairList,
+          oneOf(pairNames, "pair"));
+  std::vector<std::string> variantNames = convBenchVariants();
+  variantNames.push_back("all");
+  addList(c, "--variant", o.variants, "variants to run, comma separated, or all (default: all this binary has)",
+          oneOf(variantNames, "variant"))
+      ->default_str("all");
+  c->add_option("--iters", o.iters, "timed runs per median (1 to 100000)")
+      ->transform(wholeNumber(1, 100000))
+      ->type_name("N")
+      ->capture_default_str();
+  c->add_option("--json", o.json, "results as JSON")->check(writableFile())->type_name("FILE")->capture_default_str();
+  c->add_option("--csv", o.csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
+  c->add_flag("--check", o.checkOnly, "check every variant only, no timing");
+  c->add_flag("--graph", o.graph,
+              "time every variant and layer as replayed CUDA graphs (one per operand copy, each holding one run)\n"
+              "instead of back-to-back launches");
+  c->footer("Variants:\n" + convBenchVariantHelp() + kExitStatus);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("cusync-bench: benchmarks of the cusync kernels against cuBLAS, on a Hopper GPU.", "cusync-bench");
+  CLI::App app("cusync-bench: benchmarks of the cusync kernels against cuBLAS and cuDNN, on a Hopper GPU.",
+               "cusync-bench");
   // --help shows every command's options; "cusync-bench gemm --help" only gemm's.
   app.set_help_flag();
   app.set_help_all_flag("-h,--help", "print this help and exit");
@@ -103,10 +142,21 @@ int main(int argc, char** argv) {
   app.footer(kExitStatus);
   GemmBenchOptions gemm;
   MlpBenchOptions mlp;
+  ConvBenchOptions conv;
   addGemm(app, gemm);
   addMlp(app, mlp);
+  addConv(app, conv);
   if (const int status = cusync_cli::parse(app, argc, argv); status >= 0) return status;
   if (app.got_subcommand("gemm")) return benchGemm(gemm);
+  if (app.got_subcommand("conv")) {
+    // "all" among the variants stands for every one this binary has (an empty list).
+    std::vector<std::string> variants;
+    for (const std::string& v : conv.variants)
+      if (v != "all") variants.push_back(v);
+    if (variants.size() < conv.variants.size()) variants.clear();
+    conv.variants = variants;
+    return benchConv(conv);
+  }
   // "all" among the variants stands for the default list, once.
   std::vector<std::string> variants;
   for (const std::string& v : mlp.variants)

@@ -1,0 +1,132 @@
+// The variants of `cusync-bench conv` (conv_variants.h). What this binary has
+// depends on what CMake found: the conv kernels (target cusync_conv,
+// CUSYNC_HAVE_CONV) and cuDNN (CUSYNC_HAVE_CUDNN).
+#include "conv_variants.h"
+
+#include <string>
+#include <vector>
+
+#include "cusync/error.h"
+
+#ifdef CUSYNC_HAVE_CUDNN
+#include "kernels/baseline/cudnn_conv.h"
+#endif
+
+namespace {
+
+#ifdef CUSYNC_HAVE_CONV
+constexpr bool kHaveConv = true;
+#else
+constexpr bool kHaveConv = false;
+#endif
+#ifdef CUSYNC_HAVE_CUDNN
+constexpr bool kHaveCudnn = true;
+#else
+constexpr bool kHaveCudnn = false;
+#endif
+
+// Our convolution: cusync_conv::conv2d.
+void oursLayer(const cusync_conv::Conv2dArgs& a, ConvRunEnv&, cudaStream_t s) {
+#ifdef CUSYNC_HAVE_CONV
+  cusync_conv::conv2d(a, s);
+#else
+  (void)a, (void)s;
+  throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv", "built without the conv kernels");
+#endif
+}
+
+#ifdef CUSYNC_HAVE_CUDNN
+cusync_baseline::ConvShape shapeOf(const cusync_conv::Conv2dArgs& a) {
+  cusync_baseline::ConvShape s;
+  s.N = a.N, s.H = a.H, s.W = a.W, s.C = a.C, s.K = a.K;
+  s.R = a.R, s.S = a.S, s.padH = a.padH, s.padW = a.padW, s.strideH = a.strideH, s.strideW = a.strideW;
+  return s;
+}
+
+cusync_baseline::CudnnConvBuffers buffersOf(const cusync_conv::Conv2dArgs& a) {
+  cusync_baseline::CudnnConvBuffers b;
+  b.x = a.x, b.w = a.w, b.y = a.y, b.bias = a.bias, b.residual = a.residual;
+  return b;
+}
+
+cusync_baseline::CudnnEpilogue epilogueOf(const cusync_conv::Conv2dArgs& a) {
+  switch (a.epilogue) {
+    case cusync_conv::ConvEpilogue::BiasRelu: return cusync_baseline::CudnnEpilogue::BiasRelu;
+    case cusync_conv::ConvEpilogue::BiasResidualRelu: return cusync_baseline::CudnnEpilogue::BiasResidualRelu;
+    case cusync_conv::ConvEpilogue::Bias: break;
+  }
+  throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv", "the cuDNN baseline has no Bias-only epilogue");
+}
+
+cusync_baseline::CudnnConv& cudnnOf(ConvRunEnv& env) {
+  if (!env.cudnn) throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv", "no cuDNN in this run");
+  return *env.cudnn;
+}
+#endif
+
+// cuDNN's convolution, with the layer's epilogue or without any.
+void cudnnLayer(const cusync_conv::Conv2dArgs& a, ConvRunEnv& env, cudaStream_t s, bool epilogue) {
+#ifdef CUSYNC_HAVE_CUDNN
+  cudnnOf(env).run(shapeOf(a), epilogue ? epilogueOf(a) : cusync_baseline::CudnnEpilogue::None, buffersOf(a), s);
+#else
+  (void)a, (void)env, (void)s, (void)epilogue;
+  throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv", "built without cuDNN");
+#endif
+}
+
+}  // namespace
+
+const std::vector<ConvVariant>& convVariants() {
+  static const std::vector<ConvVariant> table = {
+      {"cudnn", false, kHaveCudnn, "both layers by cuDNN, its fastest algorithm per layer, bias + ReLU fused or not",
+       [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) {
+         cudnnLayer(p.first, env, s, true);
+         cudnnLayer(p.second, env, s, true);
+       }},
+      {"nosync", false, kHaveConv, "our two convolutions (cusync_conv::conv2d) in stream order, no cusync",
+       [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) {
+         oursLayer(p.first, env, s);
+         oursLayer(p.second, env, s);
+       }},
+      // Synchronized chains go here, one row each, cusync = true, e.g. with a
+      // pair launcher from kernels/conv:
+      //   {"rowsync", true, kHaveConv, "layer 2's tiles wait for the rows of h they read (RowSync), PDL launch",
+      //    [](const ConvPairArgs& p, ConvRunEnv&, cudaStream_t s) {
+      //      cusync_conv::conv2dPair(p.first, p.second, cusync_conv::PairSync::RowSync, s);
+      //    }},
+  };
+  return table;
+}
+
+const std::vector<ConvSingle>& convSingles() {
+  static const std::vector<ConvSingle> table = {
+      {"ours", kHaveConv, oursLayer},
+      {"cudnn", kHaveCudnn,
+       [](const cusync_conv::Conv2dArgs& a, ConvRunEnv& env, cudaStream_t s) { cudnnLayer(a, env, s, true); }},
+      {"cudnn-conv", kHaveCudnn,
+       [](const cusync_conv::Conv2dArgs& a, ConvRunEnv& env, cudaStream_t s) { cudnnLayer(a, env, s, false); }},
+  };
+  return table;
+}
+
+void prepareConvPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t stream) {
+#ifdef CUSYNC_HAVE_CUDNN
+  if (!env.cudnn) return;
+  for (const cusync_conv::Conv2dArgs* a : {&p.first, &p.second}) {
+    env.cudnn->plan(shapeOf(*a), epilogueOf(*a), buffersOf(*a), stream);
+    env.cudnn->plan(shapeOf(*a), cusync_baseline::CudnnEpilogue::None, buffersOf(*a), stream);
+  }
+#else
+  (void)p, (void)env, (void)stream;
+#endif
+}
+
+std::string cudnnPlanOf(const cusync_conv::Conv2dArgs& a, bool epilogue, ConvRunEnv& env) {
+#ifdef CUSYNC_HAVE_CUDNN
+  if (!env.cudnn) return "";
+  return env.cudnn->describe(shapeOf(a), epilogue ? epilogueOf(a) : cusync_baseline::CudnnEpilogue::None);
+#else
+  (void)a, (void)epilogue, (void)env;
+  return "";
+#endif
+}

@@ -1,0 +1,61 @@
+// The ways `cusync-bench conv` runs a convolution layer pair, by name: the
+// table the bench times and checks. A variant is a callable that runs both
+// layers on given buffers and stream; synchronized chains (rowsync, tilesync,
+// pdl, ...) join the table in conv_variants.cu, next to nosync.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/conv/conv.h"
+
+namespace cusync_baseline {
+class CudnnConv;
+}
+
+// One run of a pair: layer 1 reads first.x and writes first.y, which is
+// second.x; layer 2 writes second.y. Both have epilogue BiasRelu and a bias.
+struct ConvPairArgs {
+  cusync_conv::Conv2dArgs first, second;
+};
+
+// What a variant may use besides its arguments.
+struct ConvRunEnv {
+  cusync_baseline::CudnnConv* cudnn = nullptr;  // null where the bench is built without cuDNN
+};
+
+using ConvPairFn = std::function<void(const ConvPairArgs&, ConvRunEnv&, cudaStream_t)>;
+using ConvLayerFn = std::function<void(const cusync_conv::Conv2dArgs&, ConvRunEnv&, cudaStream_t)>;
+
+struct ConvVariant {
+  std::string name;
+  bool cusync;       // a cusync variant, whose speedup over the best baseline is reported; else a baseline
+  bool built;        // this binary has its code
+  std::string what;  // one line for --help
+  ConvPairFn run;    // asynchronous on the stream; throws cusync::Error
+};
+
+// Every variant, the ones this binary lacks included (built = false).
+const std::vector<ConvVariant>& convVariants();
+
+// One layer alone, for the comparison of our convolution with cuDNN's:
+// "ours" (our conv2d, its epilogue as in the arguments), "cudnn" (cuDNN's
+// fastest convolution + bias + ReLU), "cudnn-conv" (its convolution alone).
+struct ConvSingle {
+  std::string name;
+  bool built;
+  ConvLayerFn run;
+};
+const std::vector<ConvSingle>& convSingles();
+
+// What has to happen before a variant runs inside a CUDA graph capture:
+// cuDNN's choice of algorithm for both layers (which runs and times them on
+// these buffers, overwriting their outputs). Synchronous.
+void prepareConvPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t stream);
+
+// What cuDNN runs for a layer, with its epilogue (bias + ReLU) or without;
+// empty without cuDNN or before prepareConvPair.
+std::string cudnnPlanOf(const cusync_conv::Conv2dArgs& a, bool epilogue, ConvRunEnv& env);
