@@ -11,6 +11,21 @@
 #ifdef CUSYNC_HAVE_CUDNN
 #include "kernels/baseline/cudnn_conv.h"
 #endif
+#ifdef CUSYNC_HAVE_CONV
+#include <map>
+#include <tuple>
+
+#include "kernels/conv/chain.h"
+#endif
+
+#ifdef CUSYNC_HAVE_CONV
+struct ConvPairStages {
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int>;
+  std::map<Key, std::unique_ptr<cusync_conv::ConvPair>> pairs;
+};
+#else
+struct ConvPairStages {};
+#endif
 
 namespace {
 
@@ -74,6 +89,41 @@ void cudnnLayer(const cusync_conv::Conv2dArgs& a, ConvRunEnv& env, cudaStream_t 
 #endif
 }
 
+#ifdef CUSYNC_HAVE_CONV
+cusync_conv::ConvLayer layerOf(const cusync_conv::Conv2dArgs& a) {
+  return cusync_conv::ConvLayer{a.C, a.K, a.R, a.padH, a.strideH, a.epilogue};
+}
+
+// The pair of variant v for p's shapes: made on first use (prepareConvPair
+// makes them before any capture), kept for the run.
+cusync_conv::ConvPair& pairOf(const ConvPairArgs& p, ConvRunEnv& env, cusync_conv::ChainVariant v) {
+  if (!env.stages) env.stages = std::make_shared<ConvPairStages>();
+  const cusync_conv::Conv2dArgs &a = p.first, &b = p.second;
+  const ConvPairStages::Key key{int(v), a.N, a.H, a.W, a.C, a.K, b.K, a.R, a.strideH, b.R, int(b.epilogue)};
+  std::unique_ptr<cusync_conv::ConvPair>& slot = env.stages->pairs[key];
+  if (!slot) slot = std::make_unique<cusync_conv::ConvPair>(a.N, a.H, a.W, layerOf(a), layerOf(b), v);
+  return *slot;
+}
+
+void syncedPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s, cusync_conv::ChainVariant v) {
+  cusync_conv::PairBuffers b;
+  b.x = p.first.x, b.w1 = p.first.w, b.bias1 = p.first.bias, b.y1 = p.first.y;
+  b.w2 = p.second.w, b.bias2 = p.second.bias, b.residual2 = p.second.residual, b.y2 = p.second.y;
+  pairOf(p, env, v).run(b, s);
+}
+#else
+enum class NoChain { Pdl, TileSync };
+void syncedPair(const ConvPairArgs&, ConvRunEnv&, cudaStream_t, NoChain) {
+  throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv", "built without the conv kernels");
+}
+#endif
+
+#ifdef CUSYNC_HAVE_CONV
+using Chain = cusync_conv::ChainVariant;
+#else
+using Chain = NoChain;
+#endif
+
 }  // namespace
 
 const std::vector<ConvVariant>& convVariants() {
@@ -88,12 +138,13 @@ const std::vector<ConvVariant>& convVariants() {
          oursLayer(p.first, env, s);
          oursLayer(p.second, env, s);
        }},
-      // Synchronized chains go here, one row each, cusync = true, e.g. with a
-      // pair launcher from kernels/conv:
-      //   {"rowsync", true, kHaveConv, "layer 2's tiles wait for the rows of h they read (RowSync), PDL launch",
-      //    [](const ConvPairArgs& p, ConvRunEnv&, cudaStream_t s) {
-      //      cusync_conv::conv2dPair(p.first, p.second, cusync_conv::PairSync::RowSync, s);
-      //    }},
+      {"pdl", true, kHaveConv,
+       "layer 2 launched early (programmatic dependent launch), waiting for all of layer 1 (WholeSync)",
+       [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) { syncedPair(p, env, s, Chain::Pdl); }},
+      {"tilesync", true, kHaveConv,
+       "layer 2's tiles wait for the layer-1 tiles under their filter window, halo included (Conv2DTileSync), PDL "
+       "launch",
+       [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) { syncedPair(p, env, s, Chain::TileSync); }},
   };
   return table;
 }
@@ -110,6 +161,10 @@ const std::vector<ConvSingle>& convSingles() {
 }
 
 void prepareConvPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t stream) {
+#ifdef CUSYNC_HAVE_CONV
+  for (cusync_conv::ChainVariant v : {cusync_conv::ChainVariant::Pdl, cusync_conv::ChainVariant::TileSync})
+    pairOf(p, env, v);
+#endif
 #ifdef CUSYNC_HAVE_CUDNN
   if (!env.cudnn) return;
   for (const cusync_conv::Conv2dArgs* a : {&p.first, &p.second}) {

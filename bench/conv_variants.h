@@ -1,12 +1,13 @@
 // The ways `cusync-bench conv` runs a convolution layer pair, by name: the
 // table the bench times and checks. A variant is a callable that runs both
-// layers on given buffers and stream; synchronized chains (rowsync, tilesync,
-// pdl, ...) join the table in conv_variants.cu, next to nosync.
+// layers on given buffers and stream: the baselines, and the synchronized
+// chains of kernels/conv/chain.h (pdl, tilesync).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,13 @@ struct ConvPairArgs {
   cusync_conv::Conv2dArgs first, second;
 };
 
+// The synchronized variants' stages, per pair shape and variant (conv_variants.cpp).
+struct ConvPairStages;
+
 // What a variant may use besides its arguments.
 struct ConvRunEnv {
   cusync_baseline::CudnnConv* cudnn = nullptr;  // null where the bench is built without cuDNN
+  std::shared_ptr<ConvPairStages> stages;       // created by prepareConvPair
 };
 
 using ConvPairFn = std::function<void(const ConvPairArgs&, ConvRunEnv&, cudaStream_t)>;
@@ -53,7 +58,8 @@ const std::vector<ConvSingle>& convSingles();
 
 // What has to happen before a variant runs inside a CUDA graph capture:
 // cuDNN's choice of algorithm for both layers (which runs and times them on
-// these buffers, overwriting their outputs). Synchronous.
+// these buffers, overwriting their outputs), and the synchronized variants'
+// stages (device memory for their semaphores). Synchronous.
 void prepareConvPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t stream);
 
 // What cuDNN runs for a layer, with its epilogue (bias + ReLU) or without;

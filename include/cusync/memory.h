@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -17,23 +18,58 @@ inline void cudaCheck(cudaError_t e, const char* what, const std::string& stage 
   if (e != cudaSuccess) throw Error(ErrorCode::CudaError, stage, std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+// Device memory is set up on first use, which may come inside a CUDA graph
+// capture (a stage made by the first gemm() or conv2d() call of a captured
+// region): the allocation runs with the thread's capture mode relaxed, and
+// copies and zeroing go through a private non-blocking stream, so that they
+// neither join the graph nor synchronize with a capturing stream.
 struct DeviceMemory {
   static void* allocZeroed(size_t bytes) {
     void* p = nullptr;
-    cudaCheck(cudaMalloc(&p, bytes), "cudaMalloc");
-    cudaCheck(cudaMemset(p, 0, bytes), "cudaMemset");
+    {
+      const RelaxedCapture relaxed;
+      cudaCheck(cudaMalloc(&p, bytes), "cudaMalloc");
+    }
+    zero(p, bytes);
     return p;
   }
   static void release(void* p) {
     if (p) cudaFree(p);
   }
   static void upload(void* dst, const void* src, size_t bytes) {
-    cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+    const RelaxedCapture relaxed;
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpy to device");
+    cudaCheck(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
   }
   static void download(void* dst, const void* src, size_t bytes) {
-    cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    const RelaxedCapture relaxed;
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()), "cudaMemcpy to host");
+    cudaCheck(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
   }
-  static void zero(void* p, size_t bytes) { cudaCheck(cudaMemset(p, 0, bytes), "cudaMemset"); }
+  static void zero(void* p, size_t bytes) {
+    const RelaxedCapture relaxed;
+    cudaCheck(cudaMemsetAsync(p, 0, bytes, stream()), "cudaMemset");
+    cudaCheck(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+  }
+
+ private:
+  struct RelaxedCapture {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+    ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+  };
+  // One per device: a stream belongs to the device current when it was made.
+  static cudaStream_t stream() {
+    constexpr int kMaxDevices = 64;
+    static cudaStream_t streams[kMaxDevices] = {};
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev), "cudaGetDevice");
+    if (dev >= kMaxDevices) throw Error(ErrorCode::InvalidArgument, "", "device index beyond 63");
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!streams[dev]) cudaCheck(cudaStreamCreateWithFlags(&streams[dev], cudaStreamNonBlocking), "cudaStreamCreate");
+    return streams[dev];
+  }
 };
 
 struct HostMemory {

@@ -56,7 +56,7 @@ inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLaye
                             std::to_string(first.K));
   p.second.args = layerArgs(N, p.first.args.P(), p.first.args.Q(), second);
   for (ConvStagePlan* s : {&p.first, &p.second}) {
-    s->args.config = convConfig(s->args, sms, cusync_gemm::LaunchContext::Stage);
+    s->args = resolveLaunch(s->args, sms, cusync_gemm::LaunchContext::Stage);
     const cusync_gemm::GemmArgs g = gemmOf(s->args);
     s->grid = cusync_gemm::stageGrid(g, g.config);
     s->tile = cusync_gemm::stageTile(g, g.config);

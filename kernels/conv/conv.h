@@ -53,6 +53,9 @@ struct Conv2dArgs {
   cusync_gemm::TileTrace* trace = nullptr;  // optional: one record per stage tile
   // A GEMM tile configuration (cusync_gemm::TileConfig); Auto: convConfig's choice.
   cusync_gemm::TileConfig config = cusync_gemm::TileConfig::Auto;
+  // Parts per tile of the split-K configuration (clamped to [1, 32] and the
+  // k-blocks); 0: convSplits' choice.
+  int splitK = 0;
 
   int64_t P() const { return (H + 2 * padH - R) / strideH + 1; }  // output height
   int64_t Q() const { return (W + 2 * padW - S) / strideW + 1; }  // output width
@@ -76,6 +79,13 @@ cusync_gemm::GemmArgs gemmOf(const Conv2dArgs& a);
 // which must be one of them).
 bool convBuilds(cusync_gemm::TileConfig c);
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
+// Parts per split tile for a's configuration (a.splitK when set): as many as
+// the SMs hold, at least 4 k-blocks each. A layer with few output pixels and
+// a long reduction (ResNet's 7 x 7 x 512) is one k-loop per tile otherwise,
+// whose load latency sets the layer's time.
+int convSplits(const Conv2dArgs& a, int numSMs);
+// a with its configuration and split count resolved, as every launch runs it.
+Conv2dArgs resolveLaunch(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 
 // Launch with no synchronization, asynchronous on `stream`, as a programmatic
 // dependent of the kernel before it (as cusync_gemm::gemm).

@@ -30,8 +30,7 @@ void conv2d(const Conv2dArgs& args, const StageT& stage, cusync::Pipeline& pipe)
   namespace gd = cusync_gemm::detail;
   checkArgs(args);
   const gd::DeviceInfo& d = gd::requireHopper();
-  Conv2dArgs a = args;
-  a.config = convConfig(args, d.sms, cusync_gemm::LaunchContext::Stage);
+  const Conv2dArgs a = resolveLaunch(args, d.sms, cusync_gemm::LaunchContext::Stage);
   const cusync_gemm::GemmArgs g = gemmOf(a);
   gd::launchAsStage(g, stage, pipe, d.sms,
                     [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view, uint32_t blocks,

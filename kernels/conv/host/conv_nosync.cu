@@ -10,8 +10,7 @@ void conv2d(const Conv2dArgs& args, cudaStream_t stream) {
   namespace gd = cusync_gemm::detail;
   checkArgs(args);
   const gd::DeviceInfo& d = gd::requireHopper();
-  Conv2dArgs a = args;
-  a.config = convConfig(args, d.sms, cusync_gemm::LaunchContext::Standalone);
+  const Conv2dArgs a = resolveLaunch(args, d.sms, cusync_gemm::LaunchContext::Standalone);
   const cusync_gemm::GemmArgs g = gemmOf(a);
   const uint32_t blocks = cusync_gemm::persistentBlocks(g, g.config, d.sms);
   const gd::NoSyncView v = gd::noSyncView(g, stream, d.sms);

@@ -111,4 +111,21 @@ TEST(ConvGemm, ConfigurationIsBuilt) {
   EXPECT_EQ(cusync_conv::convConfig(a, 132, cusync_gemm::LaunchContext::Standalone), TileConfig::T128x256);
 }
 
+TEST(ConvGemm, FewPixelsSplitTheReduction) {
+  // ResNet's 7 x 7 x 512 layer at batch 1: 49 pixels, 72 k-blocks, 4 split tiles.
+  Conv2dArgs a = good();
+  a.N = 1, a.H = a.W = 7, a.C = a.K = 512;
+  const Conv2dArgs r = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Stage);
+  EXPECT_EQ(r.config, TileConfig::T64x128SplitK);
+  EXPECT_EQ(r.splitK, 18);  // at least 4 k-blocks per part
+  EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(r), r.config, 132), 18u);
+  // Many pixels: whole tiles, no split.
+  a.N = 32, a.H = a.W = 56, a.C = a.K = 64;
+  const Conv2dArgs w = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Standalone);
+  EXPECT_FALSE(cusync_gemm::splitsK(w.config)) << cusync_gemm::toString(w.config);
+  EXPECT_EQ(w.splitK, 0);
+  a.splitK = -1;
+  expectBad(a, "splitK");
+}
+
 }  // namespace
