@@ -65,7 +65,7 @@ void checkArgs(const Conv2dArgs& a) {
   if (a.splitK < 0) bad("splitK = " + str(a.splitK) + ": need 0 (the conv's choice) or a positive count");
   if (a.config != TileConfig::Auto && !convBuilds(a.config))
     bad(std::string("tile configuration ") + cusync_gemm::toString(a.config) +
-        " is not built for the convolution (128x64, 128x128, 128x256, 64x128-splitk)");
+        " is not built for the convolution (128x64, 128x128, 128x256, 64x128-splitk, 128x256-tailsplit)");
 }
 
 GemmArgs gemmOf(const Conv2dArgs& a) {
@@ -101,10 +101,15 @@ TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContex
   // tiles, with 2 parts; convSplits gives more).
   const int64_t splitTiles = (g.M + 63) / 64 * ((g.N + 127) / 128);
   if (2 * splitTiles <= numSMs) return TileConfig::T64x128SplitK;
+  // Fewer 128x256 tiles than SMs and a long reduction: those tiles split
+  // over K (H100: 14 x 14 x 512 at batch 8, 26 tiles of 72 k-blocks, took
+  // 36 us whole).
+  const int64_t wideTiles = (g.M + 127) / 128 * ((g.N + 255) / 256);
+  if (wideTiles < numSMs && g.K / 64 >= 16) return TileConfig::T128x256TailSplit;
   TileConfig best = TileConfig::Auto;
   double bestCost = 0;
   for (TileConfig c : detail::kConvConfigs) {
-    if (cusync_gemm::splitsK(c)) continue;
+    if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::SplitK) continue;
     const double cost = cusync_gemm::estimatedCost(g.M, g.N, g.K, numSMs, c);
     if (best == TileConfig::Auto || cost < bestCost * 0.999) best = c, bestCost = cost;
   }
@@ -116,6 +121,8 @@ int convSplits(const Conv2dArgs& a, int numSMs) {
   const GemmArgs g = gemmOf(a);
   const cusync_gemm::TileShape t = cusync_gemm::tileShape(a.config);
   const int64_t tiles = (g.M + t.bm - 1) / t.bm * ((g.N + t.bn - 1) / t.bn);
+  // TailSplit splits only a part-empty last wave: with whole waves the GEMM's tail plan counts the parts.
+  if (cusync_gemm::scheduleOf(a.config) == cusync_gemm::Schedule::TailSplit && tiles >= numSMs) return 0;
   const int64_t kBlocks = g.K / 64;
   const int64_t s = std::min<int64_t>({32, numSMs / std::max<int64_t>(tiles, 1), kBlocks / 4});
   return static_cast<int>(std::max<int64_t>(s, 1));

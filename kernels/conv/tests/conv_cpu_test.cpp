@@ -124,6 +124,12 @@ TEST(ConvGemm, FewPixelsSplitTheReduction) {
   const Conv2dArgs w = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Standalone);
   EXPECT_FALSE(cusync_gemm::splitsK(w.config)) << cusync_gemm::toString(w.config);
   EXPECT_EQ(w.splitK, 0);
+  // 26 tiles of 128x256 and 72 k-blocks (VGG's 14 x 14 x 512 at batch 8): split over the SMs.
+  a.N = 8, a.H = a.W = 14, a.C = a.K = 512;
+  const Conv2dArgs t = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Stage);
+  EXPECT_EQ(t.config, TileConfig::T128x256TailSplit);
+  EXPECT_EQ(t.splitK, 5);
+  EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(t), t.config, 132), 5u);
   a.splitK = -1;
   expectBad(a, "splitK");
 }

@@ -149,7 +149,8 @@ std::vector<Case> cases() {
       {1, 13, 13, 64, 256, 1, 0, 1},  {3, 13, 13, 128, 64, 1, 0, 2}, {1, 7, 7, 8, 8, 3, 0, 1},
       {2, 28, 28, 64, 64, 3, 1, 1},
   };
-  for (TileConfig cfg : {TileConfig::T128x64, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK})
+  for (TileConfig cfg : {TileConfig::T128x64, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK,
+                         TileConfig::T128x256TailSplit})
     for (const Shape& s : shapes) v.push_back({s, cfg, ConvEpilogue::BiasRelu, true});
   for (ConvEpilogue e : {ConvEpilogue::Bias, ConvEpilogue::BiasRelu, ConvEpilogue::BiasResidualRelu})
     for (bool bias : {false, true}) {
@@ -179,6 +180,7 @@ TEST(ConvGpuRuns, RepeatedLaunchesOnOneStage) {
   // The same launch five times: the NoSync stage's tickets carry over runs.
   runConv({3, 13, 13, 64, 128, 3, 1, 1}, TileConfig::T64x128SplitK, ConvEpilogue::BiasRelu, true, 5);
   runConv({2, 28, 28, 64, 64, 3, 1, 1}, TileConfig::T128x64, ConvEpilogue::BiasRelu, true, 5);
+  runConv({1, 14, 14, 512, 512, 3, 1, 1}, TileConfig::T128x256TailSplit, ConvEpilogue::BiasRelu, true, 5);
 }
 
 TEST(ConvGpuRuns, BadInputThrowsBeforeLaunch) {
