@@ -93,23 +93,37 @@ bool convBuilds(TileConfig c) {
   return false;
 }
 
+namespace {
+// Parts of a split tile: as many as the SMs hold for `tiles` tiles, at least
+// 4 k-blocks each, at most 32.
+int64_t partsFor(int64_t tiles, int64_t kBlocks, int numSMs) {
+  return std::max<int64_t>(std::min<int64_t>({32, numSMs / std::max<int64_t>(tiles, 1), kBlocks / 4}), 1);
+}
+}  // namespace
+
 TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
   if (a.config != TileConfig::Auto) return a.config;
   const GemmArgs g = gemmOf(a);
-  // Few 64-row split tiles (at most half the SMs): split K over the idle SMs
-  // (H100: 7 x 7 x 512 at batch 1 in 23 us against 37-49 us for whole
-  // tiles, with 2 parts; convSplits gives more).
-  const int64_t splitTiles = (g.M + 63) / 64 * ((g.N + 127) / 128);
-  if (2 * splitTiles <= numSMs) return TileConfig::T64x128SplitK;
-  // Fewer 128x256 tiles than SMs and a long reduction: those tiles split
-  // over K (H100: 14 x 14 x 512 at batch 8, 26 tiles of 72 k-blocks, took
-  // 36 us whole).
-  const int64_t wideTiles = (g.M + 127) / 128 * ((g.N + 255) / 256);
-  if (wideTiles < numSMs && g.K / 64 >= 16) return TileConfig::T128x256TailSplit;
+  const int64_t kBlocks = g.K / 64;
+  auto tilesOf = [&](int64_t bm, int64_t bn) { return (g.M + bm - 1) / bm * ((g.N + bn - 1) / bn); };
+  // Few tiles (128x128 tiles or 64-row split tiles fill at most half the
+  // SMs): a tile's k-loop is then load-latency bound (~0.4-0.5 us per
+  // k-block on the H100 whatever the tile width), so the layer takes as long
+  // as its longest unit: split K over the idle SMs, into 64x128 parts, or
+  // into 128x256 parts where that makes the parts less than half as long
+  // (7 x 7 x 512 at batch 1: 23 us with 2 parts against 37-49 us whole;
+  // 14 x 14 x 512 at batch 8: 26 us in 5 parts against 36 us whole).
+  const int64_t splitTiles = tilesOf(64, 128), wideTiles = tilesOf(128, 256);
+  if (2 * splitTiles <= numSMs || 2 * tilesOf(128, 128) <= numSMs) {
+    const int64_t perSplit = (kBlocks + partsFor(splitTiles, kBlocks, numSMs) - 1) / partsFor(splitTiles, kBlocks, numSMs);
+    const int64_t perWide = (kBlocks + partsFor(wideTiles, kBlocks, numSMs) - 1) / partsFor(wideTiles, kBlocks, numSMs);
+    return kBlocks >= 16 && 2 * perWide < perSplit ? TileConfig::T128x256TailSplit : TileConfig::T64x128SplitK;
+  }
+  // Otherwise whole tiles, by the GEMM's cost model.
   TileConfig best = TileConfig::Auto;
   double bestCost = 0;
   for (TileConfig c : detail::kConvConfigs) {
-    if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::SplitK) continue;
+    if (cusync_gemm::splitsK(c)) continue;
     const double cost = cusync_gemm::estimatedCost(g.M, g.N, g.K, numSMs, c);
     if (best == TileConfig::Auto || cost < bestCost * 0.999) best = c, bestCost = cost;
   }
@@ -123,9 +137,7 @@ int convSplits(const Conv2dArgs& a, int numSMs) {
   const int64_t tiles = (g.M + t.bm - 1) / t.bm * ((g.N + t.bn - 1) / t.bn);
   // TailSplit splits only a part-empty last wave: with whole waves the GEMM's tail plan counts the parts.
   if (cusync_gemm::scheduleOf(a.config) == cusync_gemm::Schedule::TailSplit && tiles >= numSMs) return 0;
-  const int64_t kBlocks = g.K / 64;
-  const int64_t s = std::min<int64_t>({32, numSMs / std::max<int64_t>(tiles, 1), kBlocks / 4});
-  return static_cast<int>(std::max<int64_t>(s, 1));
+  return static_cast<int>(partsFor(tiles, g.K / 64, numSMs));
 }
 
 Conv2dArgs resolveLaunch(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where) {
