@@ -94,36 +94,45 @@ bool convBuilds(TileConfig c) {
 }
 
 namespace {
+// 128x256 tiles split into more parts lost to fewer 64x128 parts: each
+// part's finish reads the others' 128 KiB fp32 partials.
+constexpr int64_t kWidePartsMax = 4;
+
 // Parts of a split tile: as many as the SMs hold for `tiles` tiles, at least
-// 4 k-blocks each, at most 32.
-int64_t partsFor(int64_t tiles, int64_t kBlocks, int numSMs) {
-  return std::max<int64_t>(std::min<int64_t>({32, numSMs / std::max<int64_t>(tiles, 1), kBlocks / 4}), 1);
+// 4 k-blocks each, at most `most`.
+int64_t partsFor(int64_t tiles, int64_t kBlocks, int numSMs, int64_t most) {
+  return std::max<int64_t>(std::min<int64_t>({most, numSMs / std::max<int64_t>(tiles, 1), kBlocks / 4}), 1);
 }
 }  // namespace
 
+// Measured on the H100 (cusync-bench conv --graph, per layer pair): where
+// the tiles are few, a tile's k-loop is load-latency bound (~0.4-0.5 us per
+// k-block whatever the tile width), so a layer takes as long as its longest
+// unit, and splitting K over the idle SMs pays (7 x 7 x 512 at batch 1: 15
+// against 37-49 us whole); 128x256 parts pay where the reduction is long
+// (14 x 14 x 512 at batch 8: 26 us in 4-5 parts against 36 us whole) and
+// lose where it is short (18 k-blocks: 37 against 26 us for 64x128 tiles).
 TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
   if (a.config != TileConfig::Auto) return a.config;
   const GemmArgs g = gemmOf(a);
   const int64_t kBlocks = g.K / 64;
   auto tilesOf = [&](int64_t bm, int64_t bn) { return (g.M + bm - 1) / bm * ((g.N + bn - 1) / bn); };
-  // Few tiles (128x128 tiles or 64-row split tiles fill at most half the
-  // SMs): a tile's k-loop is then load-latency bound (~0.4-0.5 us per
-  // k-block on the H100 whatever the tile width), so the layer takes as long
-  // as its longest unit: split K over the idle SMs, into 64x128 parts, or
-  // into 128x256 parts where that makes the parts less than half as long
-  // (7 x 7 x 512 at batch 1: 23 us with 2 parts against 37-49 us whole;
-  // 14 x 14 x 512 at batch 8: 26 us in 5 parts against 36 us whole).
+  auto perPart = [&](int64_t tiles, int64_t most) {
+    const int64_t parts = partsFor(tiles, kBlocks, numSMs, most);
+    return (kBlocks + parts - 1) / parts;
+  };
   const int64_t splitTiles = tilesOf(64, 128), wideTiles = tilesOf(128, 256);
-  if (2 * splitTiles <= numSMs || 2 * tilesOf(128, 128) <= numSMs) {
-    const int64_t perSplit = (kBlocks + partsFor(splitTiles, kBlocks, numSMs) - 1) / partsFor(splitTiles, kBlocks, numSMs);
-    const int64_t perWide = (kBlocks + partsFor(wideTiles, kBlocks, numSMs) - 1) / partsFor(wideTiles, kBlocks, numSMs);
-    return kBlocks >= 16 && 2 * perWide < perSplit ? TileConfig::T128x256TailSplit : TileConfig::T64x128SplitK;
-  }
-  // Otherwise whole tiles, by the GEMM's cost model.
+  // Few tiles: 64x128 parts, or 128x256 parts where those are less than half as long.
+  if (2 * splitTiles <= numSMs || 2 * tilesOf(128, 128) <= numSMs)
+    return kBlocks >= 32 && 2 * perPart(wideTiles, kWidePartsMax) < perPart(splitTiles, 32)
+               ? TileConfig::T128x256TailSplit
+               : TileConfig::T64x128SplitK;
+  if (2 * wideTiles <= numSMs && kBlocks >= 32) return TileConfig::T128x256TailSplit;
+  // Otherwise whole tiles (and TailSplit's own tail plan) by the GEMM's cost model.
   TileConfig best = TileConfig::Auto;
   double bestCost = 0;
   for (TileConfig c : detail::kConvConfigs) {
-    if (cusync_gemm::splitsK(c)) continue;
+    if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::SplitK) continue;
     const double cost = cusync_gemm::estimatedCost(g.M, g.N, g.K, numSMs, c);
     if (best == TileConfig::Auto || cost < bestCost * 0.999) best = c, bestCost = cost;
   }
@@ -135,9 +144,10 @@ int convSplits(const Conv2dArgs& a, int numSMs) {
   const GemmArgs g = gemmOf(a);
   const cusync_gemm::TileShape t = cusync_gemm::tileShape(a.config);
   const int64_t tiles = (g.M + t.bm - 1) / t.bm * ((g.N + t.bn - 1) / t.bn);
+  if (cusync_gemm::scheduleOf(a.config) == cusync_gemm::Schedule::SplitK)
+    return static_cast<int>(partsFor(tiles, g.K / 64, numSMs, 32));
   // TailSplit splits only a part-empty last wave: with whole waves the GEMM's tail plan counts the parts.
-  if (cusync_gemm::scheduleOf(a.config) == cusync_gemm::Schedule::TailSplit && tiles >= numSMs) return 0;
-  return static_cast<int>(partsFor(tiles, g.K / 64, numSMs));
+  return tiles < numSMs ? static_cast<int>(partsFor(tiles, g.K / 64, numSMs, kWidePartsMax)) : 0;
 }
 
 Conv2dArgs resolveLaunch(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where) {

@@ -128,8 +128,8 @@ TEST(ConvGemm, FewPixelsSplitTheReduction) {
   a.N = 8, a.H = a.W = 14, a.C = a.K = 512;
   const Conv2dArgs t = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Stage);
   EXPECT_EQ(t.config, TileConfig::T128x256TailSplit);
-  EXPECT_EQ(t.splitK, 5);
-  EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(t), t.config, 132), 5u);
+  EXPECT_EQ(t.splitK, 4);
+  EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(t), t.config, 132), 4u);
   a.splitK = -1;
   expectBad(a, "splitK");
 }
