@@ -43,16 +43,6 @@ using cusync_conv::Conv2dArgs;
 
 namespace {
 
-#ifdef CUSYNC_HAVE_CONV
-constexpr bool kHaveConv = true;
-#else
-constexpr bool kHaveConv = false;
-#endif
-#ifdef CUSYNC_HAVE_CUDNN
-constexpr bool kHaveCudnn = true;
-#else
-constexpr bool kHaveCudnn = false;
-#endif
 
 // The check's bound on ||out - ref|| / ||ref||, as the other benchmarks.
 constexpr double kMaxErr = 2e-2;

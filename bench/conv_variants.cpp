@@ -29,16 +29,6 @@ struct ConvPairStages {};
 
 namespace {
 
-#ifdef CUSYNC_HAVE_CONV
-constexpr bool kHaveConv = true;
-#else
-constexpr bool kHaveConv = false;
-#endif
-#ifdef CUSYNC_HAVE_CUDNN
-constexpr bool kHaveCudnn = true;
-#else
-constexpr bool kHaveCudnn = false;
-#endif
 
 // Our convolution: cusync_conv::conv2d.
 void oursLayer(const cusync_conv::Conv2dArgs& a, ConvRunEnv&, cudaStream_t s) {

@@ -13,6 +13,19 @@
 
 #include "kernels/conv/conv.h"
 
+// What this binary was built with: the conv kernels (target cusync_conv)
+// and cuDNN, as CMake found them.
+#ifdef CUSYNC_HAVE_CONV
+inline constexpr bool kHaveConv = true;
+#else
+inline constexpr bool kHaveConv = false;
+#endif
+#ifdef CUSYNC_HAVE_CUDNN
+inline constexpr bool kHaveCudnn = true;
+#else
+inline constexpr bool kHaveCudnn = false;
+#endif
+
 namespace cusync_baseline {
 class CudnnConv;
 }
