@@ -43,7 +43,6 @@ using cusync_conv::Conv2dArgs;
 
 namespace {
 
-
 // The check's bound on ||out - ref|| / ||ref||, as the other benchmarks.
 constexpr double kMaxErr = 2e-2;
 // The single-layer target: cuDNN's time / ours at least this.

@@ -29,7 +29,6 @@ struct ConvPairStages {};
 
 namespace {
 
-
 // Our convolution: cusync_conv::conv2d.
 void oursLayer(const cusync_conv::Conv2dArgs& a, ConvRunEnv&, cudaStream_t s) {
 #ifdef CUSYNC_HAVE_CONV
