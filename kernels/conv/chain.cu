@@ -74,7 +74,7 @@ ConvPair::ConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, cons
   if (v == ChainVariant::NoSync) {
     // conv2d()'s own configurations; the plan's checks.
     m.l1 = layerArgs(N, H, W, first);
-    if (second.C != first.K) planConvPair(N, H, W, first, second, 1);  // throws, naming the mismatch
+    checkChained(first, second);
     m.l2 = layerArgs(N, m.l1.P(), m.l1.Q(), second);
     return;
   }

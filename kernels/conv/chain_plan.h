@@ -46,14 +46,19 @@ inline Conv2dArgs layerArgs(int64_t N, int64_t H, int64_t W, const ConvLayer& l)
   return a;
 }
 
-inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second,
-                                 int sms) {
-  ConvPairPlan p;
-  p.first.args = layerArgs(N, H, W, first);
+// Throws unless `second` reads the channels `first` writes.
+inline void checkChained(const ConvLayer& first, const ConvLayer& second) {
   if (second.C != first.K)
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
                         "the second layer reads " + std::to_string(second.C) + " channels where the first writes " +
                             std::to_string(first.K));
+}
+
+inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second,
+                                 int sms) {
+  ConvPairPlan p;
+  p.first.args = layerArgs(N, H, W, first);
+  checkChained(first, second);
   p.second.args = layerArgs(N, p.first.args.P(), p.first.args.Q(), second);
   for (ConvStagePlan* s : {&p.first, &p.second}) {
     s->args = resolveLaunch(s->args, sms, cusync_gemm::LaunchContext::Stage);

@@ -165,14 +165,8 @@ using EncodeIm2colFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_
                                     const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
                                     CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 EncodeIm2colFn encodeIm2colFn() {
-  static EncodeIm2colFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &p, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
-      throw cusync::Error(cusync::ErrorCode::CudaError, "conv2d", "cuTensorMapEncodeIm2col is not available from the driver");
-    return reinterpret_cast<EncodeIm2colFn>(p);
-  }();
+  static EncodeIm2colFn fn =
+      reinterpret_cast<EncodeIm2colFn>(cusync_gemm::detail::driverEntryPoint("cuTensorMapEncodeIm2col", "conv2d"));
   return fn;
 }
 }  // namespace

@@ -142,19 +142,21 @@ uint32_t prefetchKBlocks(uint64_t kBlocks, uint64_t kBlockBytes, uint64_t concur
   return static_cast<uint32_t>(std::min<uint64_t>(kBlocks, static_cast<uint64_t>(budget)));
 }
 
+void* driverEntryPoint(const char* symbol, const char* who) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  const cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
+    throw cusync::Error(cusync::ErrorCode::CudaError, who, std::string(symbol) + " is not available from the driver");
+  return p;
+}
+
 namespace {
 using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 EncodeFn encodeFn() {
-  static EncodeFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
-      throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", "cuTensorMapEncodeTiled is not available from the driver");
-    return reinterpret_cast<EncodeFn>(p);
-  }();
+  static EncodeFn fn = reinterpret_cast<EncodeFn>(driverEntryPoint("cuTensorMapEncodeTiled", "gemm"));
   return fn;
 }
 }  // namespace

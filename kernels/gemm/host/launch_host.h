@@ -32,6 +32,10 @@ const DeviceInfo& currentDevice();
 // throws cusync::Error(InvalidArgument) naming the device otherwise.
 const DeviceInfo& requireHopper();
 
+// The driver's function `symbol` (CUDA 12.0 ABI) through the runtime, so
+// that no target links libcuda; throws cusync::Error(CudaError) naming `who`.
+void* driverEntryPoint(const char* symbol, const char* who);
+
 // A 2-D tensor map over a row-major [outer, inner] matrix of 2-byte elements,
 // box {boxInner, boxOuter}, 128-byte swizzle, zero fill out of bounds.
 CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
