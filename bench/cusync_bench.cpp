@@ -60,6 +60,16 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
   c->footer("Environment switches of the GEMM, for A/B runs of one binary:\n" + gemmEnvSwitches() + kExitStatus);
 }
 
+// --iters, --json and --csv of the pipeline benchmarks (mlp, conv).
+void addRunOptions(CLI::App* c, int& iters, std::string& json, std::string& csv) {
+  c->add_option("--iters", iters, "timed runs per median (1 to 100000)")
+      ->transform(wholeNumber(1, 100000))
+      ->type_name("N")
+      ->capture_default_str();
+  c->add_option("--json", json, "results as JSON")->check(writableFile())->type_name("FILE")->capture_default_str();
+  c->add_option("--csv", csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
+}
+
 void addMlp(CLI::App& app, MlpBenchOptions& o) {
   CLI::App* c = app.add_subcommand(
       "mlp",
@@ -75,12 +85,7 @@ void addMlp(CLI::App& app, MlpBenchOptions& o) {
           "nosync, pdl, rowsync, tilesync, fused, cublas, comma separated, or all; a suffix :rowmajor or\n"
           ":grouped picks a synced variant's tile order, @serial launches it without PDL",
           CLI::Validator([](std::string& v) { return v == "all" ? std::string() : mlpVariantError(v); }, ""));
-  c->add_option("--iters", o.iters, "timed runs per median (1 to 100000)")
-      ->transform(wholeNumber(1, 100000))
-      ->type_name("N")
-      ->capture_default_str();
-  c->add_option("--json", o.json, "results as JSON")->check(writableFile())->type_name("FILE")->capture_default_str();
-  c->add_option("--csv", o.csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
+  addRunOptions(c, o.iters, o.json, o.csv);
   c->add_flag("--check", o.checkOnly, "check every variant against cuBLAS only, no timing");
   c->add_flag("--graph", o.graph,
               "time every variant as a replayed CUDA graph of one run (as inference servers run them) instead of\n"
@@ -117,12 +122,7 @@ void addConv(CLI::App& app, ConvBenchOptions& o) {
   addList(c, "--variant", o.variants, "variants to run, comma separated, or all (default: all this binary has)",
           oneOf(variantNames, "variant"))
       ->default_str("all");
-  c->add_option("--iters", o.iters, "timed runs per median (1 to 100000)")
-      ->transform(wholeNumber(1, 100000))
-      ->type_name("N")
-      ->capture_default_str();
-  c->add_option("--json", o.json, "results as JSON")->check(writableFile())->type_name("FILE")->capture_default_str();
-  c->add_option("--csv", o.csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
+  addRunOptions(c, o.iters, o.json, o.csv);
   c->add_flag("--check", o.checkOnly, "check every variant only, no timing");
   c->add_flag("--graph", o.graph,
               "time every variant and layer as replayed CUDA graphs (one per operand copy, each holding one run)\n"

@@ -13,10 +13,10 @@
 Needs matplotlib (Debian: python3-matplotlib; scripts/install-deps installs it).
 Exit status: 0 done; 1 matplotlib missing, or no timed results in the file.
 """
-import argparse
-import json
 import math
 import sys
+
+import plot_setup
 
 
 def finite(x):
@@ -73,20 +73,7 @@ def bars(ax, values, pairs, batches, ylabel, title, line=1.0):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("json", help="file written by cusync-bench conv --json")
-    ap.add_argument("-o", "--output", default="conv_speedup.png")
-    args = ap.parse_args()
-    try:
-        import matplotlib
-    except ImportError:
-        sys.exit("plot_conv: needs matplotlib, which is not installed (Debian: apt-get install python3-matplotlib, "
-                 "or scripts/install-deps)")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with open(args.json) as f:
-        data = json.load(f)
+    args, plt, data = plot_setup.parse_and_load(__doc__, "conv")
     rows, singles = data.get("results", []), data.get("singles", [])
     models = list(dict.fromkeys(r["model"] for r in rows + singles))
     panels = []

@@ -8,26 +8,13 @@ stream order, `nosync`), and the cuBLAS pipeline's own; one panel per model.
 Needs matplotlib (Debian: python3-matplotlib; scripts/install-deps installs it).
 Exit status: 0 done; 1 matplotlib missing, or no timed results in the file.
 """
-import argparse
-import json
 import sys
+
+import plot_setup
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("json", help="file written by cusync-bench mlp --json")
-    ap.add_argument("-o", "--output", default="mlp_speedup.png")
-    args = ap.parse_args()
-    try:
-        import matplotlib
-    except ImportError:
-        sys.exit("plot_mlp: needs matplotlib, which is not installed (Debian: apt-get install python3-matplotlib, "
-                 "or scripts/install-deps)")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with open(args.json) as f:
-        data = json.load(f)
+    args, plt, data = plot_setup.parse_and_load(__doc__, "mlp")
     rows = [r for r in data["results"] if r["ok"] and r["speedup"] is not None]
     models = sorted({r["model"] for r in rows})
     if not models:
