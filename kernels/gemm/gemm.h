@@ -16,7 +16,7 @@
 // gemm(args, stage, pipeline) in gemm_staged.cuh (a stage of a pipeline).
 //
 // Requirements, checked before launch (cusync::Error, InvalidArgument):
-// M >= 1; N and K multiples of 8 (N of 16 for SwiGLU); A, B, C, bias and
+// M >= 1; N and K multiples of 8 (N of 16 for SwiGLU); A, B, C, C2, bias and
 // residual 16-byte aligned; a GPU with an sm_90a binary of the kernel.
 #pragma once
 
@@ -83,6 +83,13 @@ struct GemmArgs {
   Epilogue epilogue = Epilogue::Identity;
   const void* bias = nullptr;      // [N], type of C
   const void* residual = nullptr;  // [M, N], type of C
+  // Split output: where splitN > 0, C holds columns [0, splitN) as an
+  // [M, splitN] matrix and C2 columns [splitN, N) as an [M, N - splitN] one
+  // (the attention block's QKV projection writes Q to its buffer and K, V
+  // into the KV cache this way). splitN is a multiple of 64; the configuration
+  // must fit it (splitOutputFits; resolveConfig picks one that does).
+  void* C2 = nullptr;
+  int64_t splitN = 0;
   TileTrace* trace = nullptr;      // optional: one record per stage tile (by position in the tile order)
   TileConfig config = TileConfig::Auto;
   // SplitK and TailSplit configurations: parts per split tile (clamped to
@@ -106,6 +113,9 @@ TileShape tileShape(TileConfig c);
 // Whether c's tiles hold whole SwiGLU gate/up pairs: a tile width that is a
 // multiple of 16 (gate and up alternate in blocks of 8).
 bool supportsSwiGLU(TileConfig c);
+// Whether c's tiles store a split output (GemmArgs::splitN) whole: no tile
+// straddles the split and each consumer's columns are whole 64-column chunks.
+bool splitOutputFits(TileConfig c, int64_t splitN);
 
 // Throws cusync::Error(InvalidArgument) naming the first problem: bad shapes,
 // null or misaligned pointers, an epilogue without its operands, a

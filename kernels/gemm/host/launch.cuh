@@ -90,7 +90,10 @@ StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint3
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   StageParams<T, View> sp{};
   // C through TMA stores: boxes of 64 columns x 16 rows (one consumer warp's chunk).
-  sp.tmC = makeTensorMap2D(a.C, bf, a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N, a.M, 64, 16);
+  const int64_t nOut = a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N;
+  sp.tmC = makeTensorMap2D(a.C, bf, a.splitN > 0 ? a.splitN : nOut, a.M, 64, 16);
+  sp.tmC2 = a.splitN > 0 ? makeTensorMap2D(a.C2, bf, a.N - a.splitN, a.M, 64, 16) : sp.tmC;
+  sp.splitN = a.splitN;
   sp.C = static_cast<T*>(a.C);
   sp.epi = EpilogueParams{a.bias, a.residual, a.M, a.N};
   sp.K = a.K;

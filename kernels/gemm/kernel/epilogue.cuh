@@ -154,8 +154,11 @@ __device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g
 // number of chunks (a tile's first chunk would otherwise reuse the buffer
 // of the previous tile's last, still pending, store).
 template <class T, int WN, Epilogue E, int NB>
+// storeShift: columns taken off the TMA store coordinates (a split output's
+// second part, whose tiles are whole 64-column chunks).
 __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpilogueParams& p, int64_t rowBase, int64_t n0,
-                                         unsigned char* scratch, const CUtensorMap* tmC, uint32_t& turn) {
+                                         unsigned char* scratch, const CUtensorMap* tmC, uint32_t& turn,
+                                         int64_t storeShift = 0) {
   using Ops = TypeOps<T>;
   using T2 = typename Ops::T2;
   constexpr bool kGlu = E == Epilogue::SwiGLU;
@@ -220,7 +223,7 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const Epilo
   const int64_t col0 = kGlu ? n0 / 2 : n0;
 #pragma unroll
   for (int c = 0; c < WO / 64; ++c)
-    storeChunkTma<NB, T>(out, 8 * c, scratch + ((turn + c) % NB) * kScratchPerWarp, tmC, row0, col0);
+    storeChunkTma<NB, T>(out, 8 * c, scratch + ((turn + c) % NB) * kScratchPerWarp, tmC, row0, col0 - storeShift);
   // The rest (8-56 columns: tiles 96, 144, 168 or 176 wide, SwiGLU halves)
   // in 16-byte row stores through the scratch, 32 then 16 columns, and a last
   // 8-column group straight from the registers (4 bytes per lane and row).

@@ -1,0 +1,67 @@
+// AttentionBlock (block.h): the plan's stages and their launches.
+#include "kernels/attention/block.h"
+
+#include <optional>
+
+#include "cusync/memory.h"
+#include "kernels/attention/attention_staged.cuh"
+#include "kernels/attention/block_stages.h"
+#include "kernels/gemm/host/launch_host.h"
+
+namespace cusync_attn {
+
+const char* toString(BlockVariant v) { return v == BlockVariant::Stream ? "stream" : "tilesync"; }
+
+struct AttentionBlock::Impl {
+  BlockVariant variant;
+  BlockPlan plan;
+  void* ownedWorkspace = nullptr;
+  std::optional<detail::QkvStage> qkv;
+  std::optional<detail::AttnStage> attn;
+  std::optional<detail::WoStage> wo;
+
+  ~Impl() { cusync::DeviceMemory::release(ownedWorkspace); }
+};
+
+AttentionBlock::AttentionBlock(const BlockModel& model, int64_t M, int64_t L, BlockVariant v, const BlockBuffers& b)
+    : impl_(std::make_unique<Impl>()) {
+  const int sms = cusync_gemm::detail::requireHopper().sms;
+  Impl& s = *impl_;
+  s.variant = v;
+  s.plan = planBlock(model, M, L, sms, b);
+  if (s.plan.attention.workspace == nullptr && s.plan.attentionPlan.splits > 1) {
+    s.ownedWorkspace = cusync::DeviceMemory::allocZeroed(attentionWorkspaceBytes(s.plan.attention, sms));
+    s.plan.attention.workspace = s.ownedWorkspace;
+  }
+  if (v == BlockVariant::TileSync) {
+    using namespace cusync::policy;
+    const StridedTileSync strided{s.plan.strideTiles, 3};
+    s.qkv.emplace("qkv", s.plan.qkvGrid, s.plan.qkvTile, NoSync{}, strided);
+    s.attn.emplace("attention", s.plan.attentionPlan.stageGrid, s.plan.attentionPlan.stageTile, strided, TileSync{});
+    s.wo.emplace("wo", s.plan.woGrid, s.plan.woTile, TileSync{}, NoSync{});
+    cusync::pair(*s.qkv, *s.attn);
+    cusync::pair(*s.attn, *s.wo);
+  }
+}
+
+AttentionBlock::~AttentionBlock() = default;
+
+void AttentionBlock::run(cudaStream_t stream) {
+  Impl& s = *impl_;
+  if (s.variant == BlockVariant::Stream) {
+    cusync_gemm::gemm(s.plan.qkv, stream);
+    attention(s.plan.attention, stream);
+    cusync_gemm::gemm(s.plan.wo, stream);
+    return;
+  }
+  cusync::Pipeline pipe(cusync::LaunchMode::Pdl, stream);
+  detail::launchQkv(s.plan.qkv, *s.qkv, pipe);
+  attention(s.plan.attention, *s.attn, pipe);
+  detail::launchWo(s.plan.wo, *s.wo, pipe);
+  pipe.finish();
+}
+
+const BlockPlan& AttentionBlock::plan() const { return impl_->plan; }
+BlockVariant AttentionBlock::variant() const { return impl_->variant; }
+
+}  // namespace cusync_attn
