@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,7 +33,6 @@
 #include "bench_util.cuh"
 #include "conv_reference.cuh"
 #include "conv_variants.h"
-#include "cusync/launch.h"
 #ifdef CUSYNC_HAVE_CUDNN
 #include "kernels/baseline/cudnn_conv.h"
 #endif
@@ -119,54 +117,6 @@ ConvPairArgs pairArgs(const Conv2dArgs& a1, const Conv2dArgs& a2, const PairBuff
   p.first.x = b.x, p.first.w = b.w1, p.first.bias = b.b1, p.first.y = b.h;
   p.second.x = b.h, p.second.w = b.w2, p.second.bias = b.b2, p.second.y = b.y;
   return p;
-}
-
-// Device allocations of one (pair, batch), freed together.
-struct Allocations {
-  std::vector<void*> all;
-  void* get(size_t bytes) {
-    void* p = nullptr;
-    CUDA_OK(cudaMalloc(&p, std::max<size_t>(bytes, 16)));
-    all.push_back(p);
-    return p;
-  }
-  ~Allocations() {
-    for (void* p : all) cudaFree(p);
-  }
-};
-
-// Median ms of run(copy): back-to-back runs over the copies in turn, or
-// replays of one CUDA graph per copy, each holding one run.
-double timeMs(const std::function<void(int)>& run, int copies, cudaStream_t s, int iters, bool graph) {
-  if (!graph) return bench::medianMs([&](int i) { run(i % copies); }, iters, s);
-  std::vector<cudaGraphExec_t> execs;
-  auto destroy = [&] {
-    for (cudaGraphExec_t x : execs) cudaGraphExecDestroy(x);
-  };
-  for (int c = 0; c < copies; ++c) {
-    cudaGraph_t g = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    try {
-      run(c);
-    } catch (...) {
-      cudaStreamEndCapture(s, &g);
-      if (g) cudaGraphDestroy(g);
-      destroy();
-      throw;
-    }
-    CUDA_OK(cudaStreamEndCapture(s, &g));
-    try {
-      execs.push_back(cusync::instantiateGraph(g));
-    } catch (...) {
-      cudaGraphDestroy(g);
-      destroy();
-      throw;
-    }
-    cudaGraphDestroy(g);
-  }
-  const double ms = bench::medianMs([&](int i) { CUDA_OK(cudaGraphLaunch(execs[i % copies], s)); }, iters, s);
-  destroy();
-  return ms;
 }
 
 struct PairRow {
@@ -298,7 +248,7 @@ int benchConv(const ConvBenchOptions& o) {
                    yB = 2 * outElems(a2);
       const size_t setBytes = xB + w1B + 2 * a1.K + hB + w2B + 2 * a2.K + yB;
       const int copies = int(std::min<size_t>(16, std::max<size_t>(1, (3 * l2 + setBytes - 1) / setBytes)));
-      Allocations mem;
+      bench::Allocations mem;  // of this pair and batch
       std::vector<PairBuffers> bufs(copies);
       for (int c = 0; c < copies; ++c) {
         PairBuffers& b = bufs[c];
@@ -393,8 +343,9 @@ int benchConv(const ConvBenchOptions& o) {
           for (size_t i = 0; i < variants.size(); ++i) {
             if (!ok[i]) continue;
             try {
-              ms[i] = std::min(ms[i], timeMs([&](int c) { variants[i]->run(pairArgs(a1, a2, bufs[c]), env, s); },
-                                             copies, s, o.iters, o.graph));
+              ms[i] = std::min(ms[i], bench::rotatedMedianMs(
+                                          [&](int c) { variants[i]->run(pairArgs(a1, a2, bufs[c]), env, s); }, copies,
+                                          s, o.iters, o.graph));
             } catch (const std::exception& e) {
               report(ps.name + " batch " + std::to_string(batch) + " " + variants[i]->name + " (timing)", e);
               ok[i] = false, allOk = false;
@@ -404,7 +355,7 @@ int benchConv(const ConvBenchOptions& o) {
             for (size_t j = 0; j < singles.size(); ++j) {
               if (!singleUsable(*singles[j]) || (round > 0 && !std::isfinite(sms[l][j]))) continue;
               try {
-                sms[l][j] = std::min(sms[l][j], timeMs(
+                sms[l][j] = std::min(sms[l][j], bench::rotatedMedianMs(
                                                     [&](int c) {
                                                       const ConvPairArgs p = pairArgs(a1, a2, bufs[c]);
                                                       singles[j]->run(l == 0 ? p.first : p.second, env, s);

@@ -1,5 +1,5 @@
-// Helpers shared by the cusync-bench commands: error checks, event timing,
-// copying bf16 results back.
+// Helpers shared by the cusync-bench commands: error checks, event timing
+// (of launches and of CUDA graph replays), copying bf16 results back.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "cusync/launch.h"
 
 #define CUDA_OK(x)                                                                \
   do {                                                                            \
@@ -44,6 +46,43 @@ double medianMs(F&& launch, int iters, cudaStream_t s, int warmups = 5) {
   return t[iters / 2];
 }
 
+// Median ms of run(copy) over `copies` operand copies in turn, so that a run
+// finds no operands of the run before in L2: back-to-back runs, or with
+// `graph` replays of one CUDA graph per copy, each holding one run (captured
+// here: what run() plans or allocates must be done before).
+template <class F>
+double rotatedMedianMs(F&& run, int copies, cudaStream_t s, int iters, bool graph) {
+  if (!graph) return medianMs([&](int i) { run(i % copies); }, iters, s);
+  std::vector<cudaGraphExec_t> execs;
+  auto destroy = [&] {
+    for (cudaGraphExec_t x : execs) cudaGraphExecDestroy(x);
+  };
+  for (int c = 0; c < copies; ++c) {
+    cudaGraph_t g = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      run(c);
+    } catch (...) {
+      cudaStreamEndCapture(s, &g);
+      if (g) cudaGraphDestroy(g);
+      destroy();
+      throw;
+    }
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    try {
+      execs.push_back(cusync::instantiateGraph(g));
+    } catch (...) {
+      cudaGraphDestroy(g);
+      destroy();
+      throw;
+    }
+    cudaGraphDestroy(g);
+  }
+  const double ms = medianMs([&](int i) { CUDA_OK(cudaGraphLaunch(execs[i % copies], s)); }, iters, s);
+  destroy();
+  return ms;
+}
+
 // Host time to enqueue one launch(i), in microseconds (mean over `iters`,
 // the stream drained before and after). Where it exceeds the GPU time of a
 // launch, back-to-back timings measure the host, not the kernel.
@@ -56,6 +95,23 @@ double hostUsPerLaunch(F&& launch, int iters, cudaStream_t s) {
   CUDA_OK(cudaStreamSynchronize(s));
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
 }
+
+// Device allocations freed together (of one benchmark point).
+struct Allocations {
+  std::vector<void*> all;
+  Allocations() = default;
+  Allocations(const Allocations&) = delete;
+  Allocations& operator=(const Allocations&) = delete;
+  void* get(size_t bytes) {
+    void* p = nullptr;
+    CUDA_OK(cudaMalloc(&p, std::max<size_t>(bytes, 16)));
+    all.push_back(p);
+    return p;
+  }
+  ~Allocations() {
+    for (void* p : all) cudaFree(p);
+  }
+};
 
 // The non-empty items of a comma-separated command-line list.
 inline std::vector<std::string> commaList(const std::string& s) {

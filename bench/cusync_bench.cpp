@@ -1,9 +1,11 @@
 // cusync-bench: side-by-side timings of cusync kernels and vendor libraries.
 // Every option is parsed and checked here; the commands get them as option
-// structs (bench_gemm.h, bench_mlp.h).
+// structs (bench_gemm.h, bench_mlp.h, bench_conv.h, bench_attention.h).
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "bench_attention.h"
 #include "bench_conv.h"
 #include "bench_gemm.h"
 #include "bench_mlp.h"
@@ -23,6 +25,12 @@ const char* kExitStatus =
 std::string join(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::string joinNumbers(const std::vector<int64_t>& values) {
+  std::string s;
+  for (int64_t v : values) s += (s.empty() ? "" : ", ") + std::to_string(v);
   return s;
 }
 
@@ -130,6 +138,41 @@ void addConv(CLI::App& app, ConvBenchOptions& o) {
   c->footer("Variants:\n" + convBenchVariantHelp() + kExitStatus);
 }
 
+void addAttention(CLI::App& app, AttentionBenchOptions& o) {
+  CLI::App* c = app.add_subcommand(
+      "attention",
+      "GPT-3 175B and LLaMA 65B attention blocks (tensor parallel 8, bf16, head dimension 128: QKV projection\n"
+      "appending to the KV cache, causal attention over it, output projection) through cusync, at the shapes of\n"
+      "tools/torch_baselines.py: decode, M new tokens after L cached ones, and prefill, L = 0. Every variant is\n"
+      "checked against the cuBLAS block with an fp32 attention, then timed. Prints per shape each variant's median\n"
+      "ms, speedup over the best baseline (the faster of cublas and stream; none for the attention stage alone)\n"
+      "and roofline efficiency max(FLOPs / peak GEMM rate, bytes / bandwidth) / time; then per model a table and\n"
+      "geomeans over the decode and the prefill shapes. tools/plot_attention.py FILE.json [--torch TORCH.json]\n"
+      "merges PyTorch's block and SDPA times and plots. Needs a Hopper GPU.");
+  addList(c, "--model", o.models, "gpt3, llama or both, comma separated", oneOf({"gpt3", "llama", "both"}, "model"));
+  c->add_option("--shapes", o.shapes,
+                "shape sets: decode (M in " + joinNumbers(kDecodeMs) + " x L in " + joinNumbers(kDecodeLs) +
+                    "), prefill (M in " + joinNumbers(kPrefillMs) + ", L = 0) or all")
+      ->check(oneOf({"decode", "prefill", "all"}, "shape set"))
+      ->type_name("SET")
+      ->capture_default_str();
+  addList(c, "--m", o.ms, "new tokens M, comma separated (each 1 to 65536): the selected sets' M values",
+          wholeNumber(1, 65536));
+  addList(c, "--l", o.ls, "cached tokens L, comma separated (each 0 to 262144): the selected sets' L values",
+          wholeNumber(0, 262144));
+  std::vector<std::string> variantNames = attentionBenchVariants();
+  variantNames.push_back("all");
+  addList(c, "--variant", o.variants, "variants to run, comma separated, or all (default: all this binary has)",
+          oneOf(variantNames, "variant"))
+      ->default_str("all");
+  addRunOptions(c, o.iters, o.json, o.csv);
+  c->add_flag("--check,--check-only", o.checkOnly, "check every variant only, no timing");
+  c->add_flag("--graph", o.graph,
+              "time every variant as replayed CUDA graphs (one per operand copy, each holding one step) instead of\n"
+              "back-to-back launches");
+  c->footer("Variants:\n" + attentionBenchVariantHelp() + kExitStatus);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,9 +186,11 @@ int main(int argc, char** argv) {
   GemmBenchOptions gemm;
   MlpBenchOptions mlp;
   ConvBenchOptions conv;
+  AttentionBenchOptions attention;
   addGemm(app, gemm);
   addMlp(app, mlp);
   addConv(app, conv);
+  addAttention(app, attention);
   if (const int status = cusync_cli::parse(app, argc, argv); status >= 0) return status;
   if (app.got_subcommand("gemm")) return benchGemm(gemm);
   if (app.got_subcommand("conv")) {
@@ -156,6 +201,12 @@ int main(int argc, char** argv) {
     if (variants.size() < conv.variants.size()) variants.clear();
     conv.variants = variants;
     return benchConv(conv);
+  }
+  if (app.got_subcommand("attention")) {
+    // "all" among the variants stands for every one this binary has (an empty list).
+    if (std::find(attention.variants.begin(), attention.variants.end(), "all") != attention.variants.end())
+      attention.variants.clear();
+    return benchAttention(attention);
   }
   // "all" among the variants stands for the default list, once.
   std::vector<std::string> variants;

@@ -32,6 +32,12 @@ struct CudaBackend {
   static __device__ __forceinline__ uint32_t loadAcquire(const uint32_t* p) {
     return U32Ref(*const_cast<uint32_t*>(p)).load(cuda::memory_order_acquire);
   }
+  static __device__ __forceinline__ uint32_t loadRelaxed(const uint32_t* p) {
+    return U32Ref(*const_cast<uint32_t*>(p)).load(cuda::memory_order_relaxed);
+  }
+  static __device__ __forceinline__ void fenceAcquire() {
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+  }
   static __device__ __forceinline__ void storeRelease(uint32_t* p, uint32_t v) {
     U32Ref(*p).store(v, cuda::memory_order_release);
   }

@@ -8,6 +8,8 @@
 //   void barrier()                       block-wide barrier
 //   unsigned long long takeTicket(p)     atomic fetch-add of 1 on a 64-bit counter
 //   uint32_t loadAcquire(p)              gpu-scope acquire load
+//   uint32_t loadRelaxed(p)              gpu-scope relaxed load
+//   void fenceAcquire()                  gpu-scope acquire fence (after relaxed loads)
 //   void storeRelease(p, v)              gpu-scope release store
 //   void addRelease(p, v)                gpu-scope release fetch-add
 //   void fenceGpu()                      gpu-scope fence (the original API's post uses it)
@@ -126,9 +128,37 @@ CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uin
     info.stage = v.name;
     info.tile = w.tile;
     info.input = input;
-    for (uint32_t i = 0; i < span.count(); ++i) {
-      info.sem = span.at(i);
-      spinUntil<B>(link.sems + info.sem, w.run * link.policy.waitValue(info.sem, link.prod), info);
+    // Semaphores in batches of kPollBatch relaxed loads in flight at once,
+    // then one acquire fence where all of them reached their targets: one
+    // acquire load per semaphore made a satisfied span a chain of L2 round
+    // trips (~0.7 us each on the H100). A batch with a semaphore short of its
+    // target waits semaphore by semaphore.
+    constexpr uint32_t kPollBatch = 8;
+    const uint32_t count = span.count();
+    for (uint32_t base = 0; base < count; base += kPollBatch) {
+      uint32_t seen[kPollBatch] = {};
+      bool all = true;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (uint32_t i = 0; i < kPollBatch; ++i)
+        if (base + i < count) seen[i] = B::loadRelaxed(link.sems + span.at(base + i));
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (uint32_t i = 0; i < kPollBatch; ++i)
+        if (base + i < count) {
+          const uint32_t s = span.at(base + i);
+          all = all && reached(seen[i], w.run * link.policy.waitValue(s, link.prod));
+        }
+      if (all) {
+        B::fenceAcquire();
+        continue;
+      }
+      for (uint32_t i = base; i < count && i < base + kPollBatch; ++i) {
+        info.sem = span.at(i);
+        spinUntil<B>(link.sems + info.sem, w.run * link.policy.waitValue(info.sem, link.prod), info);
+      }
     }
     if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
   }

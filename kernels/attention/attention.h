@@ -73,7 +73,7 @@ struct AttentionPlan {
 void checkArgs(const AttentionArgs& a);
 
 // The plan for `a` on a GPU with `sms` SMs (a.splits honoured, clamped to
-// the key blocks of the shortest tile).
+// the key blocks of the longest tile).
 AttentionPlan planAttention(const AttentionArgs& a, int sms);
 
 // Workspace bytes the plan of `a` needs on `sms` SMs (0 without a split).

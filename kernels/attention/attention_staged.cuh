@@ -2,15 +2,15 @@
 // CUDA translation unit built for sm_90a.
 //
 //   const AttentionPlan plan = planAttention(args, sms);
-//   cusync::Stage<StridedTileSync, TileSync> st("attention", plan.stageGrid, plan.stageTile,
-//                                               StridedTileSync{Ws / qkvTileWidth, 3});
+//   cusync::Stage<RowSync, TileSync> st("attention", plan.stageGrid, plan.stageTile);
 //   cusync::pair(qkvStage, st);  cusync::pair(st, woStage);
 //   attention(args, st, pipe);
 //
 // Its input policy sees, per tile (head h, query block b), reads of the
-// QKV projection's output at column 128 h (Q; StridedTileSync adds the K
-// and V segments) in rows of the new tokens it reads: its own query rows,
-// and every new key row up to its last query row. Each tile posts once,
+// QKV projection's output at column 128 h (the head's Q; its K and V lie in
+// the same rows) in the rows of the new tokens it reads: its own query
+// rows, and every new key row up to its last query row, one read per
+// producer row tile. Each tile posts once,
 // after its rows are stored. Blocks take one ticket each for the run
 // number, and the block that stores a tile one more, so the stage's view is
 // taken for as many persistent blocks as the launch has.
@@ -23,6 +23,16 @@
 #include "kernels/attention/host/attention_launch.cuh"
 
 namespace cusync_attn {
+
+// A stage order for the attention's tiles: the last query blocks, whose
+// causal rows reach furthest and take longest, first (longest processing
+// time first, as attention(args, stream) walks them). Heads fastest.
+struct LongestFirstOrder {
+  static constexpr const char* kName = "longest-first";
+  CUSYNC_HD uint32_t linearIndex(const cusync::Dim3& t, const cusync::Dim3& g) const {
+    return (g.y - 1 - t.y) * g.x + t.x;
+  }
+};
 
 template <class StageT>
 void attention(const AttentionArgs& args, const StageT& stage, cusync::Pipeline& pipe) {

@@ -10,10 +10,11 @@
 
 namespace cusync_attn {
 
-const char* toString(BlockVariant v) { return v == BlockVariant::Stream ? "stream" : "tilesync"; }
+const char* toString(BlockVariant v) { return v == BlockVariant::Stream ? "stream" : "rowsync"; }
 
 struct AttentionBlock::Impl {
   BlockVariant variant;
+  cusync::LaunchMode mode;
   BlockPlan plan;
   void* ownedWorkspace = nullptr;
   std::optional<detail::QkvStage> qkv;
@@ -23,22 +24,30 @@ struct AttentionBlock::Impl {
   ~Impl() { cusync::DeviceMemory::release(ownedWorkspace); }
 };
 
-AttentionBlock::AttentionBlock(const BlockModel& model, int64_t M, int64_t L, BlockVariant v, const BlockBuffers& b)
+AttentionBlock::AttentionBlock(const BlockModel& model, int64_t M, int64_t L, BlockVariant v, const BlockBuffers& b,
+                               cusync::LaunchMode mode)
     : impl_(std::make_unique<Impl>()) {
   const int sms = cusync_gemm::detail::requireHopper().sms;
   Impl& s = *impl_;
   s.variant = v;
+  s.mode = mode;
   s.plan = planBlock(model, M, L, sms, b);
   if (s.plan.attention.workspace == nullptr && s.plan.attentionPlan.splits > 1) {
     s.ownedWorkspace = cusync::DeviceMemory::allocZeroed(attentionWorkspaceBytes(s.plan.attention, sms));
     s.plan.attention.workspace = s.ownedWorkspace;
   }
-  if (v == BlockVariant::TileSync) {
+  if (v == BlockVariant::RowSync) {
     using namespace cusync::policy;
-    const StridedTileSync strided{s.plan.strideTiles, 3};
-    s.qkv.emplace("qkv", s.plan.qkvGrid, s.plan.qkvTile, NoSync{}, strided);
-    s.attn.emplace("attention", s.plan.attentionPlan.stageGrid, s.plan.attentionPlan.stageTile, strided, TileSync{});
-    s.wo.emplace("wo", s.plan.woGrid, s.plan.woTile, TileSync{}, NoSync{});
+    s.qkv.emplace("qkv", s.plan.qkvGrid, s.plan.qkvTile, NoSync{}, RowSync{});
+    s.attn.emplace("attention", s.plan.attentionPlan.stageGrid, s.plan.attentionPlan.stageTile, RowSync{}, RowSync{});
+    s.wo.emplace("wo", s.plan.woGrid, s.plan.woTile, RowSync{}, NoSync{});
+    // The GEMM stages walk their tiles as gemm() does (bands of rows, column
+    // by column: the weights stay in L2 per band); the attention takes its
+    // longest tiles first, for by the time its blocks find SMs the QKV
+    // projection's blocks are retiring.
+    s.qkv->setOrder(cusync::GroupedOrder{cusync_gemm::orderGroup(s.plan.qkv.config)});
+    s.attn->setOrder(LongestFirstOrder{});
+    s.wo->setOrder(cusync::GroupedOrder{cusync_gemm::orderGroup(s.plan.wo.config)});
     cusync::pair(*s.qkv, *s.attn);
     cusync::pair(*s.attn, *s.wo);
   }
@@ -54,7 +63,7 @@ void AttentionBlock::run(cudaStream_t stream) {
     cusync_gemm::gemm(s.plan.wo, stream);
     return;
   }
-  cusync::Pipeline pipe(cusync::LaunchMode::Pdl, stream);
+  cusync::Pipeline pipe(s.mode, stream);
   detail::launchQkv(s.plan.qkv, *s.qkv, pipe);
   attention(s.plan.attention, *s.attn, pipe);
   detail::launchWo(s.plan.wo, *s.wo, pipe);

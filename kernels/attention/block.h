@@ -5,12 +5,14 @@
 //
 //   Stream    the three kernels in stream order, no tile synchronization
 //             (each a programmatic dependent of the one before): our own baseline
-//   TileSync  a cusync pipeline (programmatic launches): an attention tile
-//             waits for the QKV tiles of its head holding its query rows and
-//             the new keys it reads (StridedTileSync over the Q, K and V
-//             segments); the output projection's k-blocks wait per head of
-//             the attention's output (TileSync), so it starts on the first
-//             finished heads
+//   RowSync   a cusync pipeline (programmatic launches): an attention tile
+//             waits for the rows of the QKV projection that hold its queries
+//             and the new keys it reads (RowSync: one semaphore per row of
+//             QKV tiles, whose widths need not divide a head's Q, K and V
+//             segments); an output projection tile waits once, at its first
+//             k-block, for every head of its rows (RowSync): waiting per
+//             head (TileSync) cost a fenced wait per head and k-block pair
+//             that made the projection 1.5x slower with all heads done
 //
 // A step of M new tokens after L cached ones: run() writes K and V of the
 // new tokens to cache rows [L, L + M), the attention output and O. Both
@@ -22,11 +24,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cusync/launch_mode.h"
 #include "kernels/attention/block_plan.h"
 
 namespace cusync_attn {
 
-enum class BlockVariant { Stream, TileSync };
+enum class BlockVariant { Stream, RowSync };
 const char* toString(BlockVariant v);
 
 class AttentionBlock {
@@ -34,7 +37,9 @@ class AttentionBlock {
   // Plans the step and creates the stages (device memory); allocates and
   // zeroes the attention's workspace where the buffers bring none. Throws
   // cusync::Error for shapes or buffers the kernels refuse.
-  AttentionBlock(const BlockModel& model, int64_t M, int64_t L, BlockVariant v, const BlockBuffers& b);
+  // `mode` places the RowSync variant's launches (cusync/launch_mode.h).
+  AttentionBlock(const BlockModel& model, int64_t M, int64_t L, BlockVariant v, const BlockBuffers& b,
+                 cusync::LaunchMode mode = cusync::LaunchMode::Pdl);
   ~AttentionBlock();
   AttentionBlock(const AttentionBlock&) = delete;
   AttentionBlock& operator=(const AttentionBlock&) = delete;

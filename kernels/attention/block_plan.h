@@ -41,9 +41,6 @@ struct BlockPlan {
   AttentionArgs attention;
   AttentionPlan attentionPlan;
   cusync::Dim3 qkvGrid, qkvTile, woGrid, woTile;
-  // The attention's StridedTileSync: the QKV projection's column tiles per
-  // segment (Q, K, V), three segments.
-  uint32_t strideTiles = 0;
 };
 
 // The plan of one step of M new tokens after L cached ones on `sms` SMs.

@@ -10,9 +10,9 @@
 
 namespace cusync_attn::detail {
 
-using QkvStage = cusync::Stage<cusync::policy::NoSync, cusync::policy::StridedTileSync>;
-using AttnStage = cusync::Stage<cusync::policy::StridedTileSync, cusync::policy::TileSync>;
-using WoStage = cusync::Stage<cusync::policy::TileSync, cusync::policy::NoSync>;
+using QkvStage = cusync::Stage<cusync::policy::NoSync, cusync::policy::RowSync>;
+using AttnStage = cusync::Stage<cusync::policy::RowSync, cusync::policy::RowSync>;
+using WoStage = cusync::Stage<cusync::policy::RowSync, cusync::policy::NoSync>;
 
 void launchQkv(const cusync_gemm::GemmArgs& a, const QkvStage& s, cusync::Pipeline& pipe);
 void launchWo(const cusync_gemm::GemmArgs& a, const WoStage& s, cusync::Pipeline& pipe);

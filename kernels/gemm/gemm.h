@@ -86,8 +86,8 @@ struct GemmArgs {
   // Split output: where splitN > 0, C holds columns [0, splitN) as an
   // [M, splitN] matrix and C2 columns [splitN, N) as an [M, N - splitN] one
   // (the attention block's QKV projection writes Q to its buffer and K, V
-  // into the KV cache this way). splitN is a multiple of 64; the configuration
-  // must fit it (splitOutputFits; resolveConfig picks one that does).
+  // into the KV cache this way). splitN is a multiple of 8 below N; every
+  // configuration stores it, and no SwiGLU.
   void* C2 = nullptr;
   int64_t splitN = 0;
   TileTrace* trace = nullptr;      // optional: one record per stage tile (by position in the tile order)
@@ -113,9 +113,6 @@ TileShape tileShape(TileConfig c);
 // Whether c's tiles hold whole SwiGLU gate/up pairs: a tile width that is a
 // multiple of 16 (gate and up alternate in blocks of 8).
 bool supportsSwiGLU(TileConfig c);
-// Whether c's tiles store a split output (GemmArgs::splitN) whole: no tile
-// straddles the split and each consumer's columns are whole 64-column chunks.
-bool splitOutputFits(TileConfig c, int64_t splitN);
 
 // Throws cusync::Error(InvalidArgument) naming the first problem: bad shapes,
 // null or misaligned pointers, an epilogue without its operands, a

@@ -36,6 +36,10 @@ struct HostBackend {
   static uint32_t loadAcquire(const uint32_t* p) {
     return Ref<uint32_t>(*const_cast<uint32_t*>(p)).load(cuda::memory_order_acquire);
   }
+  static uint32_t loadRelaxed(const uint32_t* p) {
+    return Ref<uint32_t>(*const_cast<uint32_t*>(p)).load(cuda::memory_order_relaxed);
+  }
+  static void fenceAcquire() { std::atomic_thread_fence(std::memory_order_acquire); }
   static void storeRelease(uint32_t* p, uint32_t v) {
     Ref<uint32_t>(*p).store(v, cuda::memory_order_seq_cst);
     if (currentBlock) currentBlock->progressed();

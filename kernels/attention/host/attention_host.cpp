@@ -42,10 +42,21 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
   p.queryBlocks = static_cast<uint32_t>((a.M + p.rowsPerTile - 1) / p.rowsPerTile);
   p.tiles = p.queryBlocks * static_cast<uint32_t>(a.heads);
   p.ringSlots = 4;
-  // The shortest tile (query block 0) bounds the splits: each split keeps at least one key block.
-  const int64_t minBlocks = (keysOfQueryBlock(a.L, a.M, p.rowsPerTile, 0) + kKeyBlock - 1) / kKeyBlock;
-  int64_t s = a.splits > 0 ? a.splits : (p.tiles >= static_cast<uint32_t>(sms) ? 1 : sms / static_cast<int64_t>(p.tiles));
-  p.splits = static_cast<int>(std::max<int64_t>(1, std::min(s, minBlocks)));
+  // The longest tile (the last query block) bounds the splits: each of its
+  // splits keeps a key block (a shorter tile's last splits may get none).
+  const int64_t maxBlocks =
+      (keysOfQueryBlock(a.L, a.M, p.rowsPerTile, p.queryBlocks - 1) + kKeyBlock - 1) / kKeyBlock;
+  int64_t s = a.splits;
+  if (s == 0) {
+    // Measured on the H100 (docs/attention.md): about 3/4 of the SMs' worth
+    // of items, each with at least 4 key blocks (8 for tiles of more than
+    // 64 rows, whose fp32 partials weigh more), beat filling every SM with
+    // shorter items; a single causal wave (prefill) still splits in two.
+    const int64_t tiles = p.tiles, minPerSplit = a.M > 64 ? 8 : 4;
+    s = std::max<int64_t>(1, std::min<int64_t>(3 * sms / (4 * tiles), maxBlocks / minPerSplit));
+    if (s == 1 && tiles <= sms && maxBlocks >= 16) s = 2;
+  }
+  p.splits = static_cast<int>(std::max<int64_t>(1, std::min(s, maxBlocks)));
   p.stageGrid = cusync::Dim3(static_cast<uint32_t>(a.heads), p.queryBlocks);
   p.stageTile = cusync::Dim3(kHeadDim, static_cast<uint32_t>(p.rowsPerTile), kHeadDim);
   return p;

@@ -38,7 +38,6 @@ BlockPlan planBlock(const BlockModel& m, int64_t M, int64_t L, int sms, const Bl
   p.qkv.config = resolveConfig(p.qkv, sms, LaunchContext::Stage);
   p.qkvGrid = stageGrid(p.qkv, p.qkv.config);
   p.qkvTile = stageTile(p.qkv, p.qkv.config);
-  p.strideTiles = static_cast<uint32_t>(W / p.qkvTile.x);
 
   p.wo.M = M;
   p.wo.N = m.hidden;

@@ -4,8 +4,8 @@
 // Roles: thread 0 (producer warpgroup) loads; NC consumer warpgroups (64
 // query rows each) compute. The producer issues the item's key blocks that
 // lie wholly in the cache first (they need no wait), up to a ring's worth,
-// then waits for the query rows' QKV tiles and loads Q, then the remaining
-// key blocks, waiting before each block that holds new tokens' keys. So in
+// then waits for every QKV row the item reads (its queries, the new keys
+// up to its last query) and loads Q, then the remaining key blocks. So in
 // a pipeline a decode item streams its share of the cache while the QKV
 // projection still runs.
 //
@@ -131,31 +131,40 @@ __device__ __forceinline__ ItemRange itemOf(const AttnParams<View>& p) {
   return r;
 }
 
-// The producer's cusync waits: before loading rows [r0, r1) of the QKV
-// projection's output (row r is the new token at position L + r), wait for
-// the producer tiles of the item's head that hold them. Each producer row
-// tile is waited for once.
+// The producer's cusync waits, all at once before the item's first load
+// that needs them: rows [r0, r1) of the QKV projection's output (row r is
+// the new token at position L + r), one read per producer row tile at the
+// head's Q column. Spans that continue each other (RowSync's row
+// semaphores) merge into one, polled as a batch: waiting block by block
+// cost a proxy fence per producer row tile, each waiting behind the ring's
+// loads in flight, which starved the consumers of long causal tiles.
 template <class View>
-struct RowWaits {
-  const View& view;
-  cusync::TileWork work;
-  uint32_t column;           // the head's first Q column
-  uint32_t prodRows = 1;     // rows of one producer tile
-  int64_t keyTilesDone = 0;  // producer row tiles [0, keyTilesDone) waited for
-  int64_t qTile = -1;
-
-  __device__ __forceinline__ void rows(int64_t r0, int64_t r1) {
-    if constexpr (!cusync::policy::isNoSync<typename View::In>) {
-      if (r1 <= r0) return;
-      const int64_t lo = r0 / prodRows, hi = (r1 - 1) / prodRows;
-      for (int64_t t = lo; t <= hi; ++t) {
-        if (t < keyTilesDone || t == qTile) continue;
-        const cusync::Read rd{column, static_cast<uint32_t>(t * prodRows), 0, column};
-        cusync::awaitSpan(view, work, cusync::waitSpanOf(view, rd), 0, cusync::Reader::AsyncProxy);
+__device__ __forceinline__ void awaitRows(const View& view, const cusync::TileWork& work, uint32_t column,
+                                          int64_t r0, int64_t r1) {
+  if constexpr (!cusync::policy::isNoSync<typename View::In>) {
+    if (r1 <= r0) return;
+    const int64_t prodRows = view.in[0].prod.tile.y;
+    cusync::SemSpan pending;
+    for (int64_t t = r0 / prodRows; t <= (r1 - 1) / prodRows; ++t) {
+      const cusync::Read rd{column, static_cast<uint32_t>(t * prodRows), 0, column};
+      const cusync::SemSpan s = cusync::waitSpanOf(view, rd);
+      if (s.empty()) continue;
+      const bool line = s.n[1] == 1 && s.n[2] == 1 && pending.n[1] == 1 && pending.n[2] == 1;
+      if (!pending.empty() && line && s.step[0] == pending.step[0] && pending.step[0] > 0 &&
+          s.first >= pending.first && s.first <= pending.first + pending.n[0] * pending.step[0] &&
+          (s.first - pending.first) % pending.step[0] == 0) {
+        // Extends (or overlaps) the pending span along its one axis.
+        const uint32_t end = (s.first - pending.first) / pending.step[0] + s.n[0];
+        if (end > pending.n[0]) pending.n[0] = end;
+        continue;
       }
+      cusync::awaitSpan(view, work, pending, 0, cusync::Reader::Generic);
+      pending = s;
     }
+    cusync::awaitSpan(view, work, pending, 0, cusync::Reader::Generic);
+    cusync::CudaBackend::fenceProxyAsync();  // the TMA loads after this read what the waits published
   }
-};
+}
 
 template <int NC, int NS, class View>
 __global__ void __launch_bounds__(128 * (NC + 1), 1)
@@ -200,13 +209,15 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
     work.tile = cusync::Dim3(it.head, it.qb, 0);
     work.run = shared32[0];
     work.valid = true;
-    RowWaits<View> waits{p.view, work, headCol};
-    if constexpr (!cusync::policy::isNoSync<typename View::In>) waits.prodRows = p.view.in[0].prod.tile.y;
     const int32_t kvCol = static_cast<int32_t>(p.heads) * kHeadDim;  // V's first column
     auto loadQ = [&]() {
-      const int64_t r1 = it.q0 + kRows < p.M ? it.q0 + kRows : p.M;
-      waits.rows(it.q0, r1);
-      waits.qTile = it.q0 / waits.prodRows;
+      // Every new row this item reads: from its first new key (or its
+      // queries) to its last query row.
+      const int64_t qEnd = it.q0 + kRows < p.M ? it.q0 + kRows : p.M;
+      const int64_t firstKey = static_cast<int64_t>(it.kb0) * kKeyBlock;
+      const int64_t firstNew = firstKey > p.L ? firstKey - p.L : 0;
+      const bool readsNewKeys = static_cast<int64_t>(it.kb1) * kKeyBlock > p.L;
+      awaitRows(p.view, work, headCol, readsNewKeys && firstNew < it.q0 ? firstNew : it.q0, qEnd);
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, qFull,
                                            uint32_t{Smem::kQBytes});
       for (int c = 0; c < 2; ++c) {
@@ -223,13 +234,6 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
     for (int i = 0; i < nBlocks; ++i) {
       if (i == qAt) loadQ();
       const int64_t key0 = static_cast<int64_t>(it.kb0 + i) * kKeyBlock;
-      if (key0 + kKeyBlock > p.L) {
-        const int64_t r0 = (key0 > p.L ? key0 : p.L) - p.L;
-        const int64_t r1 = (key0 + kKeyBlock < p.L + p.M ? key0 + kKeyBlock : p.L + p.M) - p.L;
-        waits.rows(r0, r1);
-        waits.keyTilesDone = (r1 - 1) / waits.prodRows + 1 > waits.keyTilesDone ? (r1 - 1) / waits.prodRows + 1
-                                                                                  : waits.keyTilesDone;
-      }
       gd::mbarWait(&empty[cur.stage], cur.phase ^ 1);
       unsigned char* slot = ring + cur.stage * kSlotBytes;
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
@@ -346,17 +350,20 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
 
   if (p.splits > 1) {
     // Partials of this split, then count in; the last split combines.
+    // Rows past M carry no token: they are neither written nor combined (a
+    // decode step of one token moves 1/64 of a tile's partials).
     const size_t part = static_cast<size_t>(it.position) * p.splits + it.split;
     float* po = p.ws.partialO + part * kRows * kHeadDim;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int col = 8 * j + colInQuad;
-      *reinterpret_cast<float2*>(po + rowInTile * kHeadDim + col) = make_float2(o[4 * j], o[4 * j + 1]);
-      *reinterpret_cast<float2*>(po + (rowInTile + 8) * kHeadDim + col) = make_float2(o[4 * j + 2], o[4 * j + 3]);
+      if (rowA < p.M) *reinterpret_cast<float2*>(po + rowInTile * kHeadDim + col) = make_float2(o[4 * j], o[4 * j + 1]);
+      if (rowB < p.M)
+        *reinterpret_cast<float2*>(po + (rowInTile + 8) * kHeadDim + col) = make_float2(o[4 * j + 2], o[4 * j + 3]);
     }
     if (lane % 4 == 0) {
-      p.ws.partialML[part * kRows + rowInTile] = make_float2(mA, lA);
-      p.ws.partialML[part * kRows + rowInTile + 8] = make_float2(mB, lB);
+      if (rowA < p.M) p.ws.partialML[part * kRows + rowInTile] = make_float2(mA, lA);
+      if (rowB < p.M) p.ws.partialML[part * kRows + rowInTile + 8] = make_float2(mB, lB);
     }
     __threadfence();
     consumersSync<NC>();
@@ -372,19 +379,20 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
     __threadfence();
     // Combine: weights 2^(m_s - max) per split, in split order (deterministic).
     const size_t first = static_cast<size_t>(it.position) * p.splits;
+    const bool liveA = rowA < p.M, liveB = rowB < p.M;
     float maxA = -INFINITY, maxB = -INFINITY;
-    for (int s = 0; s < p.splits; ++s) {
+    for (int s = 0; s < p.splits && liveA; ++s) {
       maxA = fmaxf(maxA, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile]).x);
-      maxB = fmaxf(maxB, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]).x);
+      if (liveB) maxB = fmaxf(maxB, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]).x);
     }
     if (maxA == -INFINITY) maxA = 0.f;
     if (maxB == -INFINITY) maxB = 0.f;
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] = 0.f;
     lA = lB = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
+    for (int s = 0; s < p.splits && liveA; ++s) {
       const float2 mlA = __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile]);
-      const float2 mlB = __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]);
+      const float2 mlB = liveB ? __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]) : make_float2(0.f, 0.f);
       const float wA = exp2f(mlA.x - maxA), wB = exp2f(mlB.x - maxB);
       lA += wA * mlA.y;
       lB += wB * mlB.y;
@@ -394,7 +402,8 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
         const int col = 8 * j + colInQuad;
         // L2 reads (ld.cg): the other splits wrote these from other SMs.
         const float2 va = __ldcg(reinterpret_cast<const float2*>(ps + rowInTile * kHeadDim + col));
-        const float2 vb = __ldcg(reinterpret_cast<const float2*>(ps + (rowInTile + 8) * kHeadDim + col));
+        const float2 vb = liveB ? __ldcg(reinterpret_cast<const float2*>(ps + (rowInTile + 8) * kHeadDim + col))
+                                : make_float2(0.f, 0.f);
         o[4 * j] += wA * va.x, o[4 * j + 1] += wA * va.y;
         o[4 * j + 2] += wB * vb.x, o[4 * j + 3] += wB * vb.y;
       }

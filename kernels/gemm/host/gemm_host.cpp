@@ -63,12 +63,6 @@ TileShape tileShape(TileConfig c) {
 
 bool supportsSwiGLU(TileConfig c) { return tileShape(c).bn % 16 == 0; }
 
-bool splitOutputFits(TileConfig c, int64_t splitN) {
-  const TileShape t = tileShape(c);
-  const uint32_t consumerCols = t.bm == 128 ? t.bn : t.bn / 2;  // a 64-row tile splits its columns in two
-  return splitN % t.bn == 0 && consumerCols % 64 == 0;
-}
-
 void checkArgs(const GemmArgs& a) {
   if (a.M < 1) bad("M = " + std::to_string(a.M) + ": need M >= 1");
   if (a.N < 8 || a.N % 8 != 0) bad("N = " + std::to_string(a.N) + ": need a positive multiple of 8");
@@ -87,15 +81,12 @@ void checkArgs(const GemmArgs& a) {
   if (a.epilogue == Epilogue::ResidualRelu && !a.residual) bad("epilogue 'residual-relu' needs a residual pointer");
   if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
   if (a.splitN != 0) {
-    if (a.splitN < 0 || a.splitN % 64 != 0 || a.splitN >= a.N)
-      bad("splitN = " + std::to_string(a.splitN) + ": a split output needs a multiple of 64 below N = " +
+    if (a.splitN < 0 || a.splitN % 8 != 0 || a.splitN >= a.N)
+      bad("splitN = " + std::to_string(a.splitN) + ": a split output needs a positive multiple of 8 below N = " +
           std::to_string(a.N));
     if (!a.C2) bad("splitN is set but C2 (columns [splitN, N)) is null");
     if (!aligned16(a.C2)) bad("C2 is not 16-byte aligned");
     if (a.epilogue == Epilogue::SwiGLU) bad("a split output cannot run SwiGLU (its output columns are halved)");
-    if (a.config != TileConfig::Auto && !splitOutputFits(a.config, a.splitN))
-      bad(std::string("tile configuration ") + toString(a.config) + " cannot store the split at column " +
-          std::to_string(a.splitN) + ": its tiles would straddle it or store partial 64-column chunks");
   } else if (a.C2) {
     bad("C2 is set but splitN is 0");
   }

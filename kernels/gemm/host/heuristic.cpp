@@ -227,22 +227,8 @@ TileConfig chooseStandaloneConfig(const GemmArgs& a, int numSMs) {
 
 TileConfig resolveConfig(const GemmArgs& a, int numSMs, LaunchContext where) {
   if (a.config != TileConfig::Auto) return a.config;
-  const TileConfig c = where == LaunchContext::Stage
-                           ? chooseStageConfig(a.M, a.N, a.K, numSMs, a.epilogue == Epilogue::SwiGLU)
-                           : chooseStandaloneConfig(a, numSMs);
-  if (a.splitN == 0 || splitOutputFits(c, a.splitN)) return c;
-  // A split output: the cheapest configuration whose tiles fit the split.
-  TileConfig best = TileConfig::Auto;
-  double bestCost = 0;
-  for (TileConfig f : {TileConfig::T128x256TailSplit, TileConfig::T128x256, TileConfig::T128x128,
-                       TileConfig::T64x128SplitK}) {
-    if (!splitOutputFits(f, a.splitN)) continue;
-    const double cost = estimatedCost(a.M, a.N, a.K, numSMs, f);
-    if (best == TileConfig::Auto || cost < bestCost) best = f, bestCost = cost;
-  }
-  if (best == TileConfig::Auto)
-    bad("splitN = " + std::to_string(a.splitN) + ": no tile configuration stores this split (need a multiple of 128)");
-  return best;
+  return where == LaunchContext::Stage ? chooseStageConfig(a.M, a.N, a.K, numSMs, a.epilogue == Epilogue::SwiGLU)
+                                       : chooseStandaloneConfig(a, numSMs);
 }
 
 namespace {

@@ -93,6 +93,7 @@ StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint3
   const int64_t nOut = a.epilogue == Epilogue::SwiGLU ? a.N / 2 : a.N;
   sp.tmC = makeTensorMap2D(a.C, bf, a.splitN > 0 ? a.splitN : nOut, a.M, 64, 16);
   sp.tmC2 = a.splitN > 0 ? makeTensorMap2D(a.C2, bf, a.N - a.splitN, a.M, 64, 16) : sp.tmC;
+  sp.C2 = a.splitN > 0 ? a.C2 : a.C;
   sp.splitN = a.splitN;
   sp.C = static_cast<T*>(a.C);
   sp.epi = EpilogueParams{a.bias, a.residual, a.M, a.N};

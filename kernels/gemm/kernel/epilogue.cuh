@@ -81,12 +81,32 @@ __device__ __forceinline__ uint32_t scratchAt(uint32_t base, int r, int u) {
   return base + static_cast<uint32_t>(r * 128 + ((u ^ (r & 7)) << 4));
 }
 
+// A split output (GemmArgs::splitN > 0): output columns [0, splitN) go to
+// C (row stride splitN), columns [splitN, nOut) to C2 (row stride
+// nOut - splitN). splitN is a multiple of 8, so an 8-column group lies in
+// one part; a 64-column chunk across the split goes out in 16-byte row
+// stores instead of a TMA store (whose box cannot start left of C2).
+struct SplitOutput {
+  void* C2 = nullptr;
+  const CUtensorMap* tmC2 = nullptr;
+  int64_t splitN = 0;
+};
+
+// Where output element (row, col) of an 8-column group goes.
+template <class T>
+__device__ __forceinline__ T* outputAt(T* C, const SplitOutput& so, int64_t row, int64_t col, int64_t nOut) {
+  if (so.splitN > 0)
+    return col < so.splitN ? C + row * so.splitN + col
+                           : static_cast<T*>(so.C2) + row * (nOut - so.splitN) + (col - so.splitN);
+  return C + row * nOut + col;
+}
+
 // Stores output groups [g0, g0 + 2 * PAIRS) (8 columns each) of this warp's
 // 16 rows: stmatrix into the scratch, then 16-byte row stores. out[2 g + h]
 // holds group g, rows lane / 4 + 8 h, as a packed pair.
 template <class T, int PAIRS, int NREG>
-__device__ __forceinline__ void storeChunk(const uint32_t (&out)[NREG], int g0, uint32_t scratch, T* C, int64_t row0,
-                                           int64_t col0, int64_t M, int64_t nOut) {
+__device__ __forceinline__ void storeChunk(const uint32_t (&out)[NREG], int g0, uint32_t scratch, T* C,
+                                           const SplitOutput& so, int64_t row0, int64_t col0, int64_t M, int64_t nOut) {
   constexpr int kUnits = 2 * PAIRS;  // 16-byte units per row in this chunk
   const int lane = threadIdx.x % 32;
   const int m = lane / 8;  // which of the four matrices this lane addresses
@@ -105,7 +125,7 @@ __device__ __forceinline__ void storeChunk(const uint32_t (&out)[NREG], int g0, 
     const uint4 v = ldShared16(scratchAt(scratch, r, u));
     const int64_t row = row0 + r;
     const int64_t col = col0 + 8 * (g0 + u);
-    if (row < M && col < nOut) *reinterpret_cast<uint4*>(C + row * nOut + col) = v;
+    if (row < M && col < nOut) *reinterpret_cast<uint4*>(outputAt(C, so, row, col, nOut)) = v;
   }
   __syncwarp();  // the next chunk overwrites the scratch
 }
@@ -119,7 +139,8 @@ __device__ __forceinline__ void storeChunk(const uint32_t (&out)[NREG], int g0, 
 // store must have read it: at most NB - 1 of the warp's bulk groups pending.
 template <int NB, class T, int NREG>
 __device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g0, unsigned char* buf,
-                                              const CUtensorMap* tmC, int64_t row0, int64_t col0) {
+                                              const CUtensorMap* tmC, const SplitOutput& so, int64_t row0,
+                                              int64_t col0) {
 #if CUSYNC_GEMM_SM90A
   const int lane = threadIdx.x % 32;
   const int m = lane / 8;
@@ -135,8 +156,11 @@ __device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the copy engine reads what stmatrix wrote
   __syncwarp();
   if (lane == 0) {
-    const int32_t c[2] = {static_cast<int32_t>(col0 + 8 * g0), static_cast<int32_t>(row0)};
-    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmC, c, buf);
+    const int64_t col = col0 + 8 * g0;
+    const bool second = so.splitN > 0 && col >= so.splitN;  // the chunk lies in C2's part
+    const int32_t c[2] = {static_cast<int32_t>(second ? col - so.splitN : col), static_cast<int32_t>(row0)};
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, second ? so.tmC2 : tmC, c,
+                                    buf);
     cuda::ptx::cp_async_bulk_commit_group();
   }
 #endif
@@ -154,11 +178,9 @@ __device__ __forceinline__ void storeChunkTma(const uint32_t (&out)[NREG], int g
 // number of chunks (a tile's first chunk would otherwise reuse the buffer
 // of the previous tile's last, still pending, store).
 template <class T, int WN, Epilogue E, int NB>
-// storeShift: columns taken off the TMA store coordinates (a split output's
-// second part, whose tiles are whole 64-column chunks).
 __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const EpilogueParams& p, int64_t rowBase, int64_t n0,
-                                         unsigned char* scratch, const CUtensorMap* tmC, uint32_t& turn,
-                                         int64_t storeShift = 0) {
+                                         unsigned char* scratch, const CUtensorMap* tmC, const SplitOutput& so,
+                                         uint32_t& turn) {
   using Ops = TypeOps<T>;
   using T2 = typename Ops::T2;
   constexpr bool kGlu = E == Epilogue::SwiGLU;
@@ -222,8 +244,18 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const Epilo
   const uint32_t sbase = static_cast<uint32_t>(__cvta_generic_to_shared(scratch));
   const int64_t col0 = kGlu ? n0 / 2 : n0;
 #pragma unroll
-  for (int c = 0; c < WO / 64; ++c)
-    storeChunkTma<NB, T>(out, 8 * c, scratch + ((turn + c) % NB) * kScratchPerWarp, tmC, row0, col0 - storeShift);
+  for (int c = 0; c < WO / 64; ++c) {
+    const int64_t col = col0 + 64 * c;
+    if (so.splitN > 0 && col < so.splitN && col + 64 > so.splitN) {
+      // Every pending bulk store has read its buffer first, so that the
+      // buffer rotation of the chunks after this one stays safe.
+      if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>());
+      __syncwarp();
+      storeChunk<T, 4>(out, 8 * c, sbase + ((turn + c) % NB) * kScratchPerWarp, C, so, row0, col0, p.M, nOut);
+    } else {
+      storeChunkTma<NB, T>(out, 8 * c, scratch + ((turn + c) % NB) * kScratchPerWarp, tmC, so, row0, col0);
+    }
+  }
   // The rest (8-56 columns: tiles 96, 144, 168 or 176 wide, SwiGLU halves)
   // in 16-byte row stores through the scratch, 32 then 16 columns, and a last
   // 8-column group straight from the registers (4 bytes per lane and row).
@@ -234,9 +266,9 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const Epilo
     const uint32_t b = (turn + WO / 64) % NB;
     if ((threadIdx.x % 32) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<NB - 1>());
     __syncwarp();
-    if constexpr (kRest >= 32) storeChunk<T, 2>(out, WO / 64 * 8, sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
+    if constexpr (kRest >= 32) storeChunk<T, 2>(out, WO / 64 * 8, sbase + b * kScratchPerWarp, C, so, row0, col0, p.M, nOut);
     if constexpr (kRest % 32 >= 16)
-      storeChunk<T, 1>(out, WO / 64 * 8 + (kRest >= 32 ? 4 : 0), sbase + b * kScratchPerWarp, C, row0, col0, p.M, nOut);
+      storeChunk<T, 1>(out, WO / 64 * 8 + (kRest >= 32 ? 4 : 0), sbase + b * kScratchPerWarp, C, so, row0, col0, p.M, nOut);
   }
   if constexpr (kRest % 16 == 8) {
     constexpr int g = WO / 8 - 1;
@@ -244,7 +276,7 @@ __device__ __forceinline__ void epilogue(float (&acc)[WN / 2], T* C, const Epilo
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t row = rowA + 8 * h;
-      if (row < p.M && col < nOut) *reinterpret_cast<uint32_t*>(C + row * nOut + col) = out[2 * g + h];
+      if (row < p.M && col < nOut) *reinterpret_cast<uint32_t*>(outputAt(C, so, row, col, nOut)) = out[2 * g + h];
     }
   }
   turn += WO / 64;

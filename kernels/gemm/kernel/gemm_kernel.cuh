@@ -288,13 +288,11 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
         if (!sched.template reduce<WN / 8>(acc, u, fin, cw)) return;
         // The epilogue works warp by warp (no warpgroup barrier inside), so
         // the warps of a shared fixup store only the slabs their part owns.
-        if (fin.store) {
-          const int64_t n0 = static_cast<int64_t>(work.tile.x) * BN + cw * kColOff;
-          const bool second = sp.splitN > 0 && n0 >= sp.splitN;  // a split output's second part
+        if (fin.store)
           epilogue<T, WN, E, Storage::kEpiBufs>(
-              acc, sp.C, sp.epi, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff, n0,
-              ss.scratch(threadIdx.x / 32 - 4), second ? &sp.tmC2 : &sp.tmC, epiTurn, second ? sp.splitN : 0);
-        }
+              acc, sp.C, sp.epi, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
+              static_cast<int64_t>(work.tile.x) * BN + cw * kColOff, ss.scratch(threadIdx.x / 32 - 4), &sp.tmC,
+              SplitOutput{sp.C2, &sp.tmC2, sp.splitN}, epiTurn);
         sched.afterStore(fin, cw);
         if constexpr (!cusync::policy::isNoSync<typename std::remove_reference_t<decltype(sp)>::View::Out>) {
           // The post hook: every TMA store of the tile has written C, then one thread posts.

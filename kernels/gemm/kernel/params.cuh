@@ -86,9 +86,10 @@ template <class T, class View_>
 struct StageParams {
   using View = View_;
   CUtensorMap tmA, tmB, tmC;
-  // A split output's second part (GemmArgs::splitN > 0): columns from splitN
-  // go out through tmC2, shifted by splitN; tmC2 = tmC otherwise.
+  // A split output's second part (GemmArgs::splitN > 0): columns from
+  // splitN go to C2 (tmC2); tmC2 = tmC and C2 = C otherwise.
   CUtensorMap tmC2;
+  void* C2;
   int64_t splitN;
   T* C;
   EpilogueParams epi;

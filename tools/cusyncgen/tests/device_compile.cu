@@ -6,7 +6,7 @@
 
 namespace gen = gpt3_attention;
 
-// The attention stage: head j walks its Q columns; the policy adds K and V.
+// The attention stage: head j reads at its Q columns; the policy waits for whole rows of QKV tiles.
 __global__ void attentionTiles(cusync::StageView<gen::attn_in, gen::attn_out> v) {
   __shared__ cusync::TileWork slot;
   const cusync::TileWork w = cusync::tile(v, &slot);

@@ -68,12 +68,6 @@ void expectSameWaits(const Gen& g, const Hand& h, const StageShape& cons, const 
         }
 }
 
-std::vector<uint32_t> multiples(uint32_t step, uint32_t count) {
-  std::vector<uint32_t> v;
-  for (uint32_t i = 0; i < count; ++i) v.push_back(i * step);
-  return v;
-}
-
 TEST(Equivalence, Gpt3MlpIsTileSync) {
   for (uint32_t M : kMs) {
     SCOPED_TRACE("M=" + std::to_string(M));
@@ -104,25 +98,47 @@ TEST(Equivalence, LlamaMlpIsStridedTileSync) {
   }
 }
 
-TEST(Equivalence, AttentionIsStridedTileSyncThenTileSync) {
+// The QKV row semaphores that attention tile (row tile i, any head) waits
+// for: every row of QKV tiles holding new tokens 0 .. (i + 1) * BM - 1, the
+// keys it reads causally (its queries among them).
+std::set<uint32_t> causalRows(const StageShape& qkv, const StageShape& attn, uint32_t M, uint32_t i) {
+  std::set<uint32_t> out;
+  const uint32_t end = std::min(M, (i + 1) * attn.tile.y);
+  for (uint32_t t = 0; t * qkv.tile.y < end; ++t) out.insert(t);
+  return out;
+}
+
+// Attention: the QKV projection posts per row of tiles (RowSync), each
+// attention tile waits for its causal rows in one step that starts at its
+// head's column, and the output projection waits once per tile for the
+// attention's rows (RowSync), split-K walks included.
+template <class QkvOut, class AttnIn, class AttnOut, class WoIn>
+void expectAttentionPolicies(const StageShape& qkv0, const StageShape& attn0, const StageShape& wo0) {
   for (uint32_t M : kMs) {
     SCOPED_TRACE("M=" + std::to_string(M));
-    {
-      const cusync::policy::StridedTileSync hand{12, 3};
-      const StageShape q = withRows(gpt3_attention::qkv_shape, M), a = withRows(gpt3_attention::attn_shape, M),
-                       o = withRows(gpt3_attention::wo_shape, M);
-      expectSamePosts(gpt3_attention::qkv_out{}, hand, q);
-      // Head h's walk starts at h*128.
-      expectSameWaits(gpt3_attention::attn_in{}, hand, a, q, multiples(128, 12));
-      expectSamePosts(gpt3_attention::attn_out{}, cusync::policy::TileSync{}, a);
-      expectSameWaits(gpt3_attention::wo_in{}, cusync::policy::TileSync{}, o, a, {0});
-    }
-    {
-      const cusync::policy::StridedTileSync hand{8, 3};
-      const StageShape q = withRows(llama_attention::qkv_shape, M), a = withRows(llama_attention::attn_shape, M);
-      expectSamePosts(llama_attention::qkv_out{}, hand, q);
-      expectSameWaits(llama_attention::attn_in{}, hand, a, q, multiples(128, 8));
-    }
+    const StageShape q = withRows(qkv0, M), a = withRows(attn0, M), o = withRows(wo0, M);
+    expectSamePosts(QkvOut{}, cusync::policy::RowSync{}, q);
+    ASSERT_EQ(AttnIn{}.checkPair(a, q), nullptr);
+    for (uint32_t i = 0; i < a.grid.y; ++i)
+      for (uint32_t j = 0; j < a.grid.x; ++j) {
+        const cusync::Read r{j * a.tile.x, i * a.tile.y, 0, j * a.tile.x};
+        ASSERT_EQ(sems(AttnIn{}.waitSpan(r, a, q)), causalRows(q, a, M, i)) << "query block " << i << " head " << j;
+      }
+    expectSamePosts(AttnOut{}, cusync::policy::RowSync{}, a);
+    expectSameWaits(WoIn{}, cusync::policy::RowSync{}, o, a, {0, 64, 512});
+  }
+}
+
+TEST(Equivalence, AttentionWaitsForTheCausalRows) {
+  {
+    SCOPED_TRACE("gpt3");
+    namespace g = gpt3_attention;
+    expectAttentionPolicies<g::qkv_out, g::attn_in, g::attn_out, g::wo_in>(g::qkv_shape, g::attn_shape, g::wo_shape);
+  }
+  {
+    SCOPED_TRACE("llama");
+    namespace l = llama_attention;
+    expectAttentionPolicies<l::qkv_out, l::attn_in, l::attn_out, l::wo_in>(l::qkv_shape, l::attn_shape, l::wo_shape);
   }
 }
 
