@@ -49,10 +49,11 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
   int64_t s = a.splits;
   if (s == 0) {
     // Measured on the H100 (docs/attention.md): about 3/4 of the SMs' worth
-    // of items, each with at least 4 key blocks (8 for tiles of more than
-    // 64 rows, whose fp32 partials weigh more), beat filling every SM with
-    // shorter items; a single causal wave (prefill) still splits in two.
-    const int64_t tiles = p.tiles, minPerSplit = a.M > 64 ? 8 : 4;
+    // of items, each with at least 4 key blocks (8 in a prefill, L = 0,
+    // whose causal tiles are short and whose 128-row fp32 partials weigh
+    // more), beat filling every SM with shorter items; a single causal wave
+    // still splits in two.
+    const int64_t tiles = p.tiles, minPerSplit = a.L == 0 ? 8 : 4;
     s = std::max<int64_t>(1, std::min<int64_t>(3 * sms / (4 * tiles), maxBlocks / minPerSplit));
     if (s == 1 && tiles <= sms && maxBlocks >= 16) s = 2;
   }

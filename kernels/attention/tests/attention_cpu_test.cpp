@@ -102,8 +102,10 @@ TEST(AttentionPlan, AutomaticSplitsTakeThreeQuartersOfTheSms) {
   EXPECT_EQ(planAttention(good(1, 4096, 12), 132).splits, 8);
   EXPECT_EQ(planAttention(good(1, 4096, 8), 132).splits, 12);
   EXPECT_EQ(planAttention(good(64, 4096, 12), 78).splits, 4);
-  // Tiles of 128 rows keep 8 key blocks per split: 20 blocks give 2.
-  EXPECT_EQ(planAttention(good(256, 1024, 12), 132).splits, 2);
+  // Two query blocks per head (24 tiles): up to 4 splits; 20 key blocks allow 5.
+  EXPECT_EQ(planAttention(good(256, 1024, 12), 132).splits, 4);
+  // A prefill keeps 8 key blocks per split: 48 tiles of at most 8 blocks, no split.
+  EXPECT_EQ(planAttention(good(512, 0, 12), 132).splits, 1);
   // One causal wave of tiles (prefill) splits in two, more tiles not at all.
   EXPECT_EQ(planAttention(good(1408, 0, 12), 132).splits, 2);  // 11 x 12 = 132 tiles
   EXPECT_EQ(planAttention(good(4096, 0, 12), 132).splits, 1);
@@ -117,6 +119,7 @@ TEST(AttentionPlan, AutomaticSplitsTakeThreeQuartersOfTheSms) {
 TEST(AttentionPlan, SplitsClampToTheLongestTilesKeyBlocks) {
   // Short tiles: M = 8 after L = 100 reads 108 keys, two blocks: too few to split.
   EXPECT_EQ(planAttention(good(8, 100, 12), 132).splits, 1);
+  EXPECT_EQ(planAttention(good(8, 300, 12), 132).splits, 1);  // 5 blocks
   // Prefill of 512 tokens: the last query block reads 8 blocks, one split's worth.
   EXPECT_EQ(planAttention(good(512, 0, 4), 132).splits, 1);
   // One token, nothing cached: one key, one block.

@@ -173,7 +173,7 @@ TEST(BlockEmulator, UnpostedQkvTileIsReported) {
 // blocks decode the previous run number, so they stop waiting too early,
 // and the output projection reads their tiles as stored in the wrong run.
 TEST(BlockEmulator, FinisherWithoutTicketReadsEarly) {
-  const Shape s{1024, 0};
+  const Shape s{2048, 0};  // 192 tiles: no split
   const BlockPlan p = plan(kGpt3Block, s, 132);
   ASSERT_EQ(p.attentionPlan.splits, 1);
   emulated::Plant plant;
