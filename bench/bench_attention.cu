@@ -35,6 +35,7 @@
 
 #include "attention_reference.h"
 #include "bench_ceilings.h"
+#include "bench_json.h"
 #include "bench_output.h"
 #include "bench_util.cuh"
 #include "rel_err.cuh"
@@ -545,13 +546,8 @@ int benchAttention(const AttentionBenchOptions& o) {
                               bench::num("%.4f", r.vsCublas), bench::num("%.4f", r.vsStream), bench::num("%.4f", r.eff),
                               bench::num("%.6g", r.flops), bench::num("%.6g", r.bytes), bench::num("%.3e", r.errOut),
                               bench::num("%.3e", r.errAttn), bench::num("%.3e", r.errCache), r.ok ? "1" : "0"});
-  nlohmann::ordered_json doc;  // non-finite numbers are written as null
-  doc["device"] = prop.name;
-  doc["peak_tflops"] = peak;
-  doc["bandwidth_tbs"] = bw;
-  doc["iters"] = o.iters;
-  doc["timing"] = o.graph ? "graph" : "launches";
-  doc["speedup_baseline"] = "the faster of cublas and stream (block variants; none for the attention stage)";
+  nlohmann::ordered_json doc = bench::runDocument(
+      prop.name, peak, bw, o.iters, o.graph, "the faster of cublas and stream (block variants; none for the attention stage)");
   doc["attention_kernels"] = kHaveAttention;
   doc["results"] = nlohmann::ordered_json::array();
   for (const Row& r : rows)
@@ -586,17 +582,7 @@ int benchAttention(const AttentionBenchOptions& o) {
                              {"ours_wo_ms", t.oursWoMs},
                              {"cublas_qkv_ms", t.cublasQkvMs},
                              {"cublas_wo_ms", t.cublasWoMs}});
-  bool written = true;
-  for (const auto& [path, text] : {std::pair<std::string, std::string>{o.csv, csvText}, {o.json, doc.dump(2) + "\n"}}) {
-    std::ofstream f(path);
-    f << text;
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "cusync-bench attention: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-      written = false;
-    }
-  }
-  if (written) std::printf("wrote %s and %s\n", o.json.c_str(), o.csv.c_str());
+  const bool written = bench::writeCsvAndJson("cusync-bench attention", o.csv, csvText, o.json, doc.dump(2) + "\n");
   cudaStreamDestroy(s);
   if (!allOk) {
     std::fprintf(stderr, "cusync-bench attention: some variants FAILED their check against the reference\n");

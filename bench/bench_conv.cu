@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_ceilings.h"
+#include "bench_json.h"
 #include "bench_output.h"
 #include "bench_util.cuh"
 #include "conv_reference.cuh"
@@ -500,13 +501,7 @@ int benchConv(const ConvBenchOptions& o) {
     csvText += bench::csvRow({r.model, r.pair, std::to_string(r.batch), "layer" + std::to_string(r.layer), r.variant,
                               bench::num("%.5f", r.ms), bench::num("%.4f", r.vsCudnn), bench::num("%.4f", r.eff), "",
                               std::isfinite(r.ms) ? "1" : "0"});
-  nlohmann::ordered_json doc;  // non-finite numbers are written as null
-  doc["device"] = prop.name;
-  doc["peak_tflops"] = peak;
-  doc["bandwidth_tbs"] = bw;
-  doc["iters"] = o.iters;
-  doc["timing"] = o.graph ? "graph" : "launches";
-  doc["speedup_baseline"] = "the faster of cudnn and nosync";
+  nlohmann::ordered_json doc = bench::runDocument(prop.name, peak, bw, o.iters, o.graph, "the faster of cudnn and nosync");
   doc["single_target"] = kSingleTarget;
   doc["cudnn"] = kHaveCudnn;
   doc["conv_kernels"] = kHaveConv;
@@ -535,17 +530,7 @@ int benchConv(const ConvBenchOptions& o) {
                               {"cudnn_over_ms", r.vsCudnn},
                               {"roofline_eff", r.eff},
                               {"cudnn_plan", r.plan}});
-  bool written = true;
-  for (const auto& [path, text] : {std::pair<std::string, std::string>{o.csv, csvText}, {o.json, doc.dump(2) + "\n"}}) {
-    std::ofstream f(path);
-    f << text;
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "cusync-bench conv: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-      written = false;
-    }
-  }
-  if (written) std::printf("wrote %s and %s\n", o.json.c_str(), o.csv.c_str());
+  const bool written = bench::writeCsvAndJson("cusync-bench conv", o.csv, csvText, o.json, doc.dump(2) + "\n");
   cudaStreamDestroy(s);
   if (!allOk) {
     std::fprintf(stderr, "cusync-bench conv: some variants FAILED their check\n");

@@ -11,6 +11,7 @@
 // plus written) are measured in the same run for the roofline.
 #include "bench_mlp.h"
 #include "bench_ceilings.h"
+#include "bench_json.h"
 #include "bench_output.h"
 #include "bench_util.cuh"
 
@@ -477,13 +478,7 @@ int benchMlp(const MlpBenchOptions& o) {
                               bench::num("%.4f", r.speedup), bench::num("%.4f", r.vsCublas),
                               bench::num("%.4f", r.vsNosync), bench::num("%.4f", r.eff), bench::num("%.3e", r.err),
                               r.ok ? "1" : "0"});
-  nlohmann::ordered_json doc;  // non-finite numbers are written as null
-  doc["device"] = prop.name;
-  doc["peak_tflops"] = peak;
-  doc["bandwidth_tbs"] = bw;
-  doc["iters"] = iters;
-  doc["timing"] = o.graph ? "graph" : "launches";
-  doc["speedup_baseline"] = "the faster of cublas and nosync";
+  nlohmann::ordered_json doc = bench::runDocument(prop.name, peak, bw, iters, o.graph, "the faster of cublas and nosync");
   doc["results"] = nlohmann::ordered_json::array();
   for (const Row& r : rows)
     doc["results"].push_back({{"model", r.model},

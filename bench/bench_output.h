@@ -2,7 +2,10 @@
 // they need it (RFC 4180), numbers formatted like the printed tables.
 #pragma once
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,25 @@ inline std::string num(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
+}
+
+// Writes a command's CSV and JSON texts; a file that cannot be written is
+// named on stderr after the command ("cusync-bench conv: cannot write ...").
+// Prints "wrote JSON and CSV" and returns true when both were written.
+inline bool writeCsvAndJson(const char* command, const std::string& csvPath, const std::string& csvText,
+                            const std::string& jsonPath, const std::string& jsonText) {
+  bool written = true;
+  for (const auto& [path, text] : {std::pair<std::string, std::string>{csvPath, csvText}, {jsonPath, jsonText}}) {
+    std::ofstream f(path);
+    f << text;
+    f.close();
+    if (!f) {
+      std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
+      written = false;
+    }
+  }
+  if (written) std::printf("wrote %s and %s\n", jsonPath.c_str(), csvPath.c_str());
+  return written;
 }
 
 }  // namespace bench

@@ -78,6 +78,14 @@ void addRunOptions(CLI::App* c, int& iters, std::string& json, std::string& csv)
   c->add_option("--csv", csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
 }
 
+// --variant: names from `names`, comma separated, or all.
+void addVariantList(CLI::App* c, std::vector<std::string>& variants, std::vector<std::string> names) {
+  names.push_back("all");
+  addList(c, "--variant", variants, "variants to run, comma separated, or all (default: all this binary has)",
+          oneOf(names, "variant"))
+      ->default_str("all");
+}
+
 void addMlp(CLI::App& app, MlpBenchOptions& o) {
   CLI::App* c = app.add_subcommand(
       "mlp",
@@ -125,11 +133,7 @@ void addConv(CLI::App& app, ConvBenchOptions& o) {
   for (size_t i = 0; i < pairNames.size(); ++i) pairList += (i == 0 ? "" : i % 7 ? ", " : ",\n") + pairNames[i];
   addList(c, "--pair", o.pairs, "only these layer pairs, of any model, comma separated:\n" + pairList,
           oneOf(pairNames, "pair"));
-  std::vector<std::string> variantNames = convBenchVariants();
-  variantNames.push_back("all");
-  addList(c, "--variant", o.variants, "variants to run, comma separated, or all (default: all this binary has)",
-          oneOf(variantNames, "variant"))
-      ->default_str("all");
+  addVariantList(c, o.variants, convBenchVariants());
   addRunOptions(c, o.iters, o.json, o.csv);
   c->add_flag("--check", o.checkOnly, "check every variant only, no timing");
   c->add_flag("--graph", o.graph,
@@ -160,11 +164,7 @@ void addAttention(CLI::App& app, AttentionBenchOptions& o) {
           wholeNumber(1, 65536));
   addList(c, "--l", o.ls, "cached tokens L, comma separated (each 0 to 262144): the selected sets' L values",
           wholeNumber(0, 262144));
-  std::vector<std::string> variantNames = attentionBenchVariants();
-  variantNames.push_back("all");
-  addList(c, "--variant", o.variants, "variants to run, comma separated, or all (default: all this binary has)",
-          oneOf(variantNames, "variant"))
-      ->default_str("all");
+  addVariantList(c, o.variants, attentionBenchVariants());
   addRunOptions(c, o.iters, o.json, o.csv);
   c->add_flag("--check,--check-only", o.checkOnly, "check every variant only, no timing");
   c->add_flag("--graph", o.graph,

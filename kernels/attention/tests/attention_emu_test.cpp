@@ -15,6 +15,7 @@
 
 #include "cusync/emu/emulator.h"
 #include "cusync/emu/emulator_impl.h"
+#include "kernels/attention/tests/block_shapes.h"
 #include "kernels/attention/tests/emulated_block.h"
 
 using namespace cusync;
@@ -23,17 +24,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Shape {
-  int64_t M, L;
-};
-
-std::vector<Shape> benchmarkShapes() {
-  std::vector<Shape> s;
-  for (int64_t L : {1024, 4096})
-    for (int64_t M : {1, 8, 32, 64, 128, 256}) s.push_back({M, L});
-  for (int64_t M : {512, 1024, 2048, 4096}) s.push_back({M, 0});
-  return s;
-}
+using cusync_attn::test_shapes::benchmarkShapes;
+using cusync_attn::test_shapes::Shape;
 
 BlockPlan plan(const BlockModel& m, const Shape& s, int sms) {
   auto fake = [](uintptr_t slot) { return reinterpret_cast<void*>(slot << 24); };  // planning reads no memory

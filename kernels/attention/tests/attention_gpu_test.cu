@@ -15,24 +15,17 @@
 #include "kernels/attention/attention.h"
 #include "kernels/attention/block.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/testing/bf16_bits.h"
 #include "kernels/testing/require_hopper.h"
 
 namespace {
 
+using cusync_testing::bf16Bits;
+using cusync_testing::bf16Value;
+
 using namespace cusync_attn;
 constexpr int D = kHeadDim;
 
-uint16_t bf16Bits(float f) {
-  const __nv_bfloat16 b = __float2bfloat16_rn(f);
-  uint16_t u;
-  std::memcpy(&u, &b, 2);
-  return u;
-}
-float bf16Value(uint16_t u) {
-  __nv_bfloat16 b;
-  std::memcpy(&b, &u, 2);
-  return __bfloat162float(b);
-}
 constexpr uint16_t kNaN = 0x7fc0;
 
 std::mt19937& rng() {

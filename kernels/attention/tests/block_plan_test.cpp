@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cusync/error.h"
+#include "kernels/attention/tests/block_shapes.h"
 #include "kernels/attention/block_plan.h"
 #include "kernels/gemm/gemm.h"
 
@@ -27,17 +28,8 @@ BlockBuffers fakeBuffers(int64_t capacity) {
   return b;
 }
 
-struct Shape {
-  int64_t M, L;
-};
-
-std::vector<Shape> benchmarkShapes() {
-  std::vector<Shape> s;
-  for (int64_t L : {1024, 4096})
-    for (int64_t M : {1, 8, 32, 64, 128, 256}) s.push_back({M, L});
-  for (int64_t M : {512, 1024, 2048, 4096}) s.push_back({M, 0});
-  return s;
-}
+using cusync_attn::test_shapes::benchmarkShapes;
+using cusync_attn::test_shapes::Shape;
 
 void expectConsistent(const BlockModel& m, const Shape& s, int sms) {
   SCOPED_TRACE(std::string(m.name) + " M=" + std::to_string(s.M) + " L=" + std::to_string(s.L) + " on " +

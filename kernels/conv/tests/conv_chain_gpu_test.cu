@@ -14,9 +14,13 @@
 
 #include "kernels/conv/chain.h"
 #include "kernels/conv/tests/conv_reference.h"
+#include "kernels/testing/bf16_bits.h"
 #include "kernels/testing/require_hopper.h"
 
 namespace {
+
+using cusync_testing::bf16Bits;
+using cusync_testing::bf16Value;
 
 using cusync_conv::ChainVariant;
 using cusync_conv::ConvEpilogue;
@@ -25,18 +29,6 @@ using cusync_conv::ConvPair;
 using cusync_conv::PairBuffers;
 
 #define CK(x) ASSERT_EQ((x), cudaSuccess) << #x
-
-float bf16Value(uint16_t u) {
-  __nv_bfloat16 b;
-  std::memcpy(&b, &u, 2);
-  return __bfloat162float(b);
-}
-uint16_t bf16Bits(float f) {
-  const __nv_bfloat16 b = __float2bfloat16_rn(f);
-  uint16_t u;
-  std::memcpy(&u, &b, 2);
-  return u;
-}
 
 struct Buf {
   void* p = nullptr;

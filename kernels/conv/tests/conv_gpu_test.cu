@@ -13,25 +13,18 @@
 
 #include "kernels/conv/conv.h"
 #include "kernels/conv/tests/conv_reference.h"
+#include "kernels/testing/bf16_bits.h"
 #include "kernels/testing/require_hopper.h"
 
 namespace {
+
+using cusync_testing::bf16Bits;
+using cusync_testing::bf16Value;
 
 using cusync_conv::Conv2dArgs;
 using cusync_conv::ConvEpilogue;
 using cusync_gemm::TileConfig;
 
-uint16_t bf16Bits(float f) {
-  const __nv_bfloat16 b = __float2bfloat16_rn(f);
-  uint16_t u;
-  std::memcpy(&u, &b, 2);
-  return u;
-}
-float bf16Value(uint16_t u) {
-  __nv_bfloat16 b;
-  std::memcpy(&b, &u, 2);
-  return __bfloat162float(b);
-}
 
 struct DevBuf {
   void* p = nullptr;
