@@ -50,6 +50,9 @@ struct AttentionArgs {
   // Splits of each tile's keys over blocks: 0 lets the library choose
   // (fill the SMs); 1 runs no split. More than one needs `workspace`.
   int splits = 0;
+  // Query rows per tile: 64 (one consumer warpgroup) or 128 (two); 0 lets
+  // the library choose.
+  int rowsPerTile = 0;
   // attentionWorkspaceBytes(args, sms) bytes of device memory, zeroed once
   // before its first use (the combine's counters return to zero after each
   // run). Needed only where a run splits keys; one launch at a time.

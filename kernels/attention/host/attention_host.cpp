@@ -32,13 +32,21 @@ void checkArgs(const AttentionArgs& a) {
   if (!aligned16(a.kv)) bad("kv is not 16-byte aligned");
   if (!aligned16(a.out)) bad("out is not 16-byte aligned");
   if (a.splits < 0) bad("splits = " + str(a.splits) + ": need 0 (automatic) or a positive count");
+  if (a.rowsPerTile != 0 && a.rowsPerTile != 64 && a.rowsPerTile != 128)
+    bad("rowsPerTile = " + str(a.rowsPerTile) + ": need 0 (automatic), 64 or 128");
   if (a.workspace && !aligned16(a.workspace)) bad("workspace is not 16-byte aligned");
 }
 
 AttentionPlan planAttention(const AttentionArgs& a, int sms) {
   if (sms < 1) bad("the SM count must be positive");
   AttentionPlan p;
-  p.rowsPerTile = a.M > 64 ? 128 : 64;
+  // Tiles of 128 rows (two consumer warpgroups sharing each K and V load)
+  // where they are more than the SMs; else 64-row tiles, twice as many:
+  // measured on the H100 (docs/attention.md), 128-row tiles lost 15-35% at
+  // decode M = 128-256 and prefills up to one wave of them, and won from
+  // 1.5 waves on.
+  const int64_t tiles128 = (a.M + 127) / 128 * a.heads;
+  p.rowsPerTile = a.rowsPerTile != 0 ? a.rowsPerTile : (a.M > 64 && tiles128 > sms) ? 128 : 64;
   p.queryBlocks = static_cast<uint32_t>((a.M + p.rowsPerTile - 1) / p.rowsPerTile);
   p.tiles = p.queryBlocks * static_cast<uint32_t>(a.heads);
   p.ringSlots = 4;
@@ -48,14 +56,11 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
       (keysOfQueryBlock(a.L, a.M, p.rowsPerTile, p.queryBlocks - 1) + kKeyBlock - 1) / kKeyBlock;
   int64_t s = a.splits;
   if (s == 0) {
-    // Measured on the H100 (docs/attention.md): about 3/4 of the SMs' worth
-    // of items, each with at least 4 key blocks (8 in a prefill, L = 0,
-    // whose causal tiles are short and whose 128-row fp32 partials weigh
-    // more), beat filling every SM with shorter items; a single causal wave
-    // still splits in two.
+    // Measured on the H100 (docs/attention.md): up to an SM's worth of
+    // items, each with at least 4 key blocks (8 in a prefill, L = 0, whose
+    // causal tiles are short), beat filling the SMs with shorter items.
     const int64_t tiles = p.tiles, minPerSplit = a.L == 0 ? 8 : 4;
-    s = std::max<int64_t>(1, std::min<int64_t>(3 * sms / (4 * tiles), maxBlocks / minPerSplit));
-    if (s == 1 && tiles <= sms && maxBlocks >= 16) s = 2;
+    s = std::max<int64_t>(1, std::min<int64_t>(sms / tiles, maxBlocks / minPerSplit));
   }
   p.splits = static_cast<int>(std::max<int64_t>(1, std::min(s, maxBlocks)));
   p.stageGrid = cusync::Dim3(static_cast<uint32_t>(a.heads), p.queryBlocks);

@@ -82,8 +82,9 @@ TEST(AttentionPlan, RowsPerTileAndQueryBlocks) {
     int rows;
     uint32_t blocks;
   };
-  for (const Case c : {Case{1, 64, 1}, Case{64, 64, 1}, Case{65, 128, 1}, Case{128, 128, 1}, Case{129, 128, 2},
-                       Case{256, 128, 2}, Case{4096, 128, 32}, Case{4097, 128, 33}}) {
+  // 128-row tiles only where they outnumber the SMs (12 heads on 132 SMs: M > 1408).
+  for (const Case c : {Case{1, 64, 1}, Case{64, 64, 1}, Case{65, 64, 2}, Case{128, 64, 2}, Case{129, 64, 3},
+                       Case{1408, 64, 22}, Case{1409, 128, 12}, Case{4096, 128, 32}, Case{4097, 128, 33}}) {
     const AttentionPlan p = planAttention(good(c.M), 132);
     EXPECT_EQ(p.rowsPerTile, c.rows) << "M = " << c.M;
     EXPECT_EQ(p.queryBlocks, c.blocks) << "M = " << c.M;
@@ -95,19 +96,19 @@ TEST(AttentionPlan, RowsPerTileAndQueryBlocks) {
   }
 }
 
-TEST(AttentionPlan, AutomaticSplitsTakeThreeQuartersOfTheSms) {
-  // 12 tiles on 132 SMs: up to 8 splits (3/4 of the SMs), at least 4 key
-  // blocks each: 17 blocks (L = 1024) give 4, 65 blocks (L = 4096) 8.
+TEST(AttentionPlan, AutomaticSplitsTakeUpToTheSms) {
+  // 12 tiles on 132 SMs: up to 11 splits, at least 4 key blocks each: 17
+  // blocks (L = 1024) give 4, 65 blocks (L = 4096) 11; 8 tiles: 16.
   EXPECT_EQ(planAttention(good(1, 1024, 12), 132).splits, 4);
-  EXPECT_EQ(planAttention(good(1, 4096, 12), 132).splits, 8);
-  EXPECT_EQ(planAttention(good(1, 4096, 8), 132).splits, 12);
-  EXPECT_EQ(planAttention(good(64, 4096, 12), 78).splits, 4);
-  // Two query blocks per head (24 tiles): up to 4 splits; 20 key blocks allow 5.
-  EXPECT_EQ(planAttention(good(256, 1024, 12), 132).splits, 4);
-  // A prefill keeps 8 key blocks per split: 48 tiles of at most 8 blocks, no split.
+  EXPECT_EQ(planAttention(good(1, 4096, 12), 132).splits, 11);
+  EXPECT_EQ(planAttention(good(1, 4096, 8), 132).splits, 16);
+  EXPECT_EQ(planAttention(good(64, 4096, 12), 78).splits, 6);
+  // Four 64-row query blocks per head (48 tiles): 2 splits.
+  EXPECT_EQ(planAttention(good(256, 1024, 12), 132).splits, 2);
+  // A prefill keeps 8 key blocks per split: 96 tiles of at most 8 blocks, no split.
   EXPECT_EQ(planAttention(good(512, 0, 12), 132).splits, 1);
-  // One causal wave of tiles (prefill) splits in two, more tiles not at all.
-  EXPECT_EQ(planAttention(good(1408, 0, 12), 132).splits, 2);  // 11 x 12 = 132 tiles
+  // As many tiles as SMs, or more: no split.
+  EXPECT_EQ(planAttention(good(1408, 0, 12), 132).splits, 1);  // 22 x 12 = 264 tiles of 64 rows
   EXPECT_EQ(planAttention(good(4096, 0, 12), 132).splits, 1);
   for (int sms : {1, 7, 78, 114, 132, 200}) {
     const AttentionPlan p = planAttention(good(32, 1024, 12), sms);
@@ -141,6 +142,18 @@ TEST(AttentionPlan, ExplicitSplitsAreHonoured) {
   a = good(4096, 0, 12);                     // 384 tiles: no split by default
   a.splits = 2;
   EXPECT_EQ(planAttention(a, 132).splits, 2);
+}
+
+TEST(AttentionPlan, ExplicitRowsPerTileAreHonoured) {
+  AttentionArgs a = good(1, 1024, 12);
+  a.rowsPerTile = 128;
+  EXPECT_EQ(planAttention(a, 132).rowsPerTile, 128);
+  a = good(4096, 0, 12);
+  a.rowsPerTile = 64;
+  EXPECT_EQ(planAttention(a, 132).rowsPerTile, 64);
+  EXPECT_EQ(planAttention(a, 132).queryBlocks, 64u);
+  a.rowsPerTile = 96;
+  expectBad(a, "rowsPerTile = 96");
 }
 
 TEST(AttentionPlan, RefusesNoSms) {

@@ -137,7 +137,7 @@ TEST(BlockEmulator, UnpostedQkvTileIsReported) {
   ASSERT_EQ(p.qkvGrid.y, 2u);
   emulated::Plant plant;
   plant.dropQkvTile = true;
-  // Head 0's first keys of new tokens 128..255, which only query block 1 reads.
+  // Head 0's first keys of new tokens 128..255, which only query blocks 2 and 3 (64 rows each) read.
   plant.droppedTile = Dim3(static_cast<uint32_t>(kGpt3Block.width() / p.qkvTile.x), 1, 0);
   emulated::BlockEmulation block(p, 132, plant);
   emu::Emulator emu({132, 1});
@@ -154,7 +154,7 @@ TEST(BlockEmulator, UnpostedQkvTileIsReported) {
       EXPECT_EQ(w.info.sem, 1u) << rep.message;
       EXPECT_EQ(w.info.expected, p.qkvGrid.x);
       EXPECT_EQ(w.info.seen, p.qkvGrid.x - 1);
-      EXPECT_EQ(w.info.tile.y, 1u);
+      EXPECT_GE(w.info.tile.y, 2u);
       ++waiting;
     }
   EXPECT_GT(waiting, 0) << rep.message;

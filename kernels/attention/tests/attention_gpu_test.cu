@@ -99,12 +99,13 @@ void expectClose(const std::vector<uint16_t>& got, const std::vector<double>& wa
 struct KernelCase {
   int64_t M, L;
   int heads;
-  int splits;  // 0: automatic
+  int splits;    // 0: automatic
+  int rows = 0;  // rows per tile; 0: automatic
 };
 
 std::string describe(const KernelCase& c) {
   return "M" + std::to_string(c.M) + " L" + std::to_string(c.L) + " heads" + std::to_string(c.heads) + " splits" +
-         std::to_string(c.splits);
+         std::to_string(c.splits) + " rows" + std::to_string(c.rows);
 }
 
 // The kernel alone: `runs` launches, then as many replays of a captured graph.
@@ -123,7 +124,7 @@ void runKernelCase(const KernelCase& c, float qScale = 1.f, bool sameKeys = fals
   upload(kv.p, hkv);
   AttentionArgs a;
   a.M = c.M, a.L = c.L, a.heads = c.heads, a.capacity = cap;
-  a.Q = q.p, a.kv = kv.p, a.out = out.p, a.splits = c.splits;
+  a.Q = q.p, a.kv = kv.p, a.out = out.p, a.splits = c.splits, a.rowsPerTile = c.rows;
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   const size_t wsBytes = attentionWorkspaceBytes(a, sms);
@@ -173,10 +174,14 @@ INSTANTIATE_TEST_SUITE_P(
                       KernelCase{100, 0, 2, 0}, KernelCase{100, 17, 3, 0}, KernelCase{100, 1000, 2, 0},
                       KernelCase{100, 1000, 2, 1}, KernelCase{64, 64, 1, 0}, KernelCase{65, 63, 1, 2},
                       KernelCase{128, 0, 2, 1}, KernelCase{300, 200, 2, 0}, KernelCase{257, 4096, 1, 0},
-                      KernelCase{1, 4096, 12, 0}),
+                      KernelCase{1, 4096, 12, 0},
+                      // Tiles of 128 rows (two consumer warpgroups), which the automatic choice takes
+                      // only where they outnumber the SMs.
+                      KernelCase{1, 17, 2, 0, 128}, KernelCase{100, 1000, 2, 0, 128}, KernelCase{65, 63, 1, 2, 128},
+                      KernelCase{128, 0, 2, 1, 128}, KernelCase{300, 200, 2, 0, 128}, KernelCase{257, 4096, 1, 3, 128}),
     [](const ::testing::TestParamInfo<KernelCase>& i) {
       return "M" + std::to_string(i.param.M) + "_L" + std::to_string(i.param.L) + "_H" + std::to_string(i.param.heads) +
-             "_S" + std::to_string(i.param.splits);
+             "_S" + std::to_string(i.param.splits) + "_R" + std::to_string(i.param.rows);
     });
 
 // Large logits: without the running maximum exp() overflows.
