@@ -56,11 +56,14 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
       (keysOfQueryBlock(a.L, a.M, p.rowsPerTile, p.queryBlocks - 1) + kKeyBlock - 1) / kKeyBlock;
   int64_t s = a.splits;
   if (s == 0) {
-    // Measured on the H100 (docs/attention.md): up to an SM's worth of
-    // items, each with at least 4 key blocks (8 in a prefill, L = 0, whose
-    // causal tiles are short), beat filling the SMs with shorter items.
+    // Measured on the H100 (docs/attention.md): items for 3/4 of the SMs
+    // where one query block holds every row (M <= 64), for all of them
+    // where several do, each with at least 4 key blocks (8 in a prefill,
+    // L = 0, whose causal tiles are short), beat filling the SMs with
+    // shorter items.
     const int64_t tiles = p.tiles, minPerSplit = a.L == 0 ? 8 : 4;
-    s = std::max<int64_t>(1, std::min<int64_t>(sms / tiles, maxBlocks / minPerSplit));
+    const int64_t items = a.M <= 64 ? 3 * int64_t(sms) / 4 : sms;
+    s = std::max<int64_t>(1, std::min<int64_t>(items / tiles, maxBlocks / minPerSplit));
   }
   p.splits = static_cast<int>(std::max<int64_t>(1, std::min(s, maxBlocks)));
   p.stageGrid = cusync::Dim3(static_cast<uint32_t>(a.heads), p.queryBlocks);

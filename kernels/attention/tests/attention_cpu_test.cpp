@@ -97,12 +97,15 @@ TEST(AttentionPlan, RowsPerTileAndQueryBlocks) {
 }
 
 TEST(AttentionPlan, AutomaticSplitsTakeUpToTheSms) {
-  // 12 tiles on 132 SMs: up to 11 splits, at least 4 key blocks each: 17
-  // blocks (L = 1024) give 4, 65 blocks (L = 4096) 11; 8 tiles: 16.
+  // One query block (M <= 64), 12 tiles on 132 SMs: up to 8 splits (3/4 of
+  // the SMs), at least 4 key blocks each: 17 blocks (L = 1024) give 4, 65
+  // blocks (L = 4096) 8; 8 tiles: 12.
   EXPECT_EQ(planAttention(good(1, 1024, 12), 132).splits, 4);
-  EXPECT_EQ(planAttention(good(1, 4096, 12), 132).splits, 11);
-  EXPECT_EQ(planAttention(good(1, 4096, 8), 132).splits, 16);
-  EXPECT_EQ(planAttention(good(64, 4096, 12), 78).splits, 6);
+  EXPECT_EQ(planAttention(good(1, 4096, 12), 132).splits, 8);
+  EXPECT_EQ(planAttention(good(1, 4096, 8), 132).splits, 12);
+  EXPECT_EQ(planAttention(good(64, 4096, 12), 78).splits, 4);
+  // Several query blocks take all the SMs: 16 tiles (M = 128, 8 heads) 8 splits.
+  EXPECT_EQ(planAttention(good(128, 4096, 8), 132).splits, 8);
   // Four 64-row query blocks per head (48 tiles): 2 splits.
   EXPECT_EQ(planAttention(good(256, 1024, 12), 132).splits, 2);
   // A prefill keeps 8 key blocks per split: 96 tiles of at most 8 blocks, no split.
