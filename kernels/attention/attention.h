@@ -38,6 +38,7 @@ namespace cusync_attn {
 
 constexpr int kHeadDim = 128;
 constexpr int kKeyBlock = 64;  // keys per ring slot
+constexpr int kRingSlots = 4;  // slots of K and V blocks in a block's shared memory
 
 struct AttentionArgs {
   int64_t M = 0;         // new tokens, >= 1

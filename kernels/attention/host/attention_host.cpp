@@ -49,7 +49,7 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
   p.rowsPerTile = a.rowsPerTile != 0 ? a.rowsPerTile : (a.M > 64 && tiles128 > sms) ? 128 : 64;
   p.queryBlocks = static_cast<uint32_t>((a.M + p.rowsPerTile - 1) / p.rowsPerTile);
   p.tiles = p.queryBlocks * static_cast<uint32_t>(a.heads);
-  p.ringSlots = 4;
+  p.ringSlots = kRingSlots;
   // The longest tile (the last query block) bounds the splits: each of its
   // splits keeps a key block (a shorter tile's last splits may get none).
   const int64_t maxBlocks =

@@ -17,13 +17,10 @@ namespace cusync_attn::detail {
 
 namespace gd = cusync_gemm::detail;
 
-template <int NC>
-constexpr int kRingSlots = 4;
-
 // Threads and shared memory of the kernel for a plan.
 inline int threadsOf(const AttentionPlan& p) { return 128 * (p.rowsPerTile / 64 + 1); }
 inline int smemOf(const AttentionPlan& p) {
-  return p.rowsPerTile == 128 ? AttnSmem<2, kRingSlots<2>>::kRequest : AttnSmem<1, kRingSlots<1>>::kRequest;
+  return p.rowsPerTile == 128 ? AttnSmem<2, kRingSlots>::kRequest : AttnSmem<1, kRingSlots>::kRequest;
 }
 
 // The workspace carved into the combine's counters, (max, sum) pairs and partial O.
@@ -67,7 +64,7 @@ AttnParams<View> buildParams(const AttentionArgs& a, const AttentionPlan& p, con
 
 template <int NC, class View>
 void launchWithRows(const AttnParams<View>& k, const cudaLaunchConfig_t& cfg) {
-  constexpr int NS = kRingSlots<NC>;
+  constexpr int NS = kRingSlots;
   auto* kernel = attentionKernel<NC, NS, View>;
   static std::atomic<uint64_t> prepared{0};
   gd::prepareKernel(kernel, AttnSmem<NC, NS>::kRequest, prepared);
