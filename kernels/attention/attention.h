@@ -90,6 +90,17 @@ CUSYNC_HD int64_t keysOfQueryBlock(int64_t L, int64_t M, int rowsPerTile, int64_
   return end < L + M ? end : L + M;
 }
 
+// A stage order for the attention's tiles (heads x query blocks): the last
+// query blocks, whose causal rows reach furthest and take longest, first
+// (longest processing time first, as attention(args, stream) walks them).
+// Heads fastest.
+struct LongestFirstOrder {
+  static constexpr const char* kName = "longest-first";
+  CUSYNC_HD uint32_t linearIndex(const cusync::Dim3& t, const cusync::Dim3& g) const {
+    return (g.y - 1 - t.y) * g.x + t.x;
+  }
+};
+
 // Launch with no synchronization, asynchronous on `stream`, as a
 // programmatic dependent of the kernel before it (its blocks set up, then
 // wait for that kernel before reading).

@@ -2,7 +2,8 @@
 // CUDA translation unit built for sm_90a.
 //
 //   const AttentionPlan plan = planAttention(args, sms);
-//   cusync::Stage<RowSync, TileSync> st("attention", plan.stageGrid, plan.stageTile);
+//   cusync::Stage<RowSync, RowSync> st("attention", plan.stageGrid, plan.stageTile);
+//   st.setOrder(LongestFirstOrder{});   // attention.h
 //   cusync::pair(qkvStage, st);  cusync::pair(st, woStage);
 //   attention(args, st, pipe);
 //
@@ -23,16 +24,6 @@
 #include "kernels/attention/host/attention_launch.cuh"
 
 namespace cusync_attn {
-
-// A stage order for the attention's tiles: the last query blocks, whose
-// causal rows reach furthest and take longest, first (longest processing
-// time first, as attention(args, stream) walks them). Heads fastest.
-struct LongestFirstOrder {
-  static constexpr const char* kName = "longest-first";
-  CUSYNC_HD uint32_t linearIndex(const cusync::Dim3& t, const cusync::Dim3& g) const {
-    return (g.y - 1 - t.y) * g.x + t.x;
-  }
-};
 
 template <class StageT>
 void attention(const AttentionArgs& args, const StageT& stage, cusync::Pipeline& pipe) {

@@ -41,15 +41,7 @@ AttentionBlock::AttentionBlock(const BlockModel& model, int64_t M, int64_t L, Bl
     s.qkv.emplace("qkv", s.plan.qkvGrid, s.plan.qkvTile, NoSync{}, RowSync{});
     s.attn.emplace("attention", s.plan.attentionPlan.stageGrid, s.plan.attentionPlan.stageTile, RowSync{}, RowSync{});
     s.wo.emplace("wo", s.plan.woGrid, s.plan.woTile, RowSync{}, NoSync{});
-    // The GEMM stages walk their tiles as gemm() does (bands of rows, column
-    // by column: the weights stay in L2 per band); the attention takes its
-    // longest tiles first, for by the time its blocks find SMs the QKV
-    // projection's blocks are retiring.
-    s.qkv->setOrder(cusync::GroupedOrder{cusync_gemm::orderGroup(s.plan.qkv.config)});
-    s.attn->setOrder(LongestFirstOrder{});
-    s.wo->setOrder(cusync::GroupedOrder{cusync_gemm::orderGroup(s.plan.wo.config)});
-    cusync::pair(*s.qkv, *s.attn);
-    cusync::pair(*s.attn, *s.wo);
+    detail::orderAndPair(*s.qkv, *s.attn, *s.wo, s.plan);
   }
 }
 

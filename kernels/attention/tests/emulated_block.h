@@ -1,8 +1,8 @@
 // The attention block's RowSync pipeline (block.cu) on the CPU emulator:
-// its three stages with the plan's grids and tiles, block.cu's policies and
-// tile orders (restated here: block_stages.h is CUDA-only), launched as the
-// GPU launches them, with tile programs that take work, wait and post the
-// way the kernels do.
+// its three stages with the plan's grids and tiles, policies and tile
+// orders (block_stages.h, on host memory), launched as the GPU launches
+// them, with tile programs that take work, wait and post the way the
+// kernels do.
 //
 //   qkv        the GEMM's blocks (emulated_gemm.h); RowSync out
 //   attention  one block per work item (tile position p = block / splits in
@@ -38,6 +38,7 @@
 #include "cusync/policies.h"
 #include "cusync/stage.h"
 #include "kernels/attention/block_plan.h"
+#include "kernels/attention/block_stages.h"
 #include "kernels/attention/tests/emulated_gemm.h"
 #include "kernels/attention/tests/run_stamps.h"
 
@@ -45,15 +46,9 @@ namespace cusync_attn::emulated {
 
 constexpr std::chrono::microseconds kTileWork{80};
 
-using QkvStage = cusync::Stage<cusync::policy::NoSync, cusync::policy::RowSync, cusync::HostMemory>;
-using AttnStage = cusync::Stage<cusync::policy::RowSync, cusync::policy::RowSync, cusync::HostMemory>;
-using WoStage = cusync::Stage<cusync::policy::RowSync, cusync::policy::NoSync, cusync::HostMemory>;
-
-// The attention stage's order (attention_staged.cuh, CUDA-only): the last
-// query blocks first, heads fastest.
-struct LongestFirstOrder {
-  uint32_t linearIndex(const cusync::Dim3& t, const cusync::Dim3& g) const { return (g.y - 1 - t.y) * g.x + t.x; }
-};
+using QkvStage = detail::QkvStageOn<cusync::HostMemory>;
+using AttnStage = detail::AttnStageOn<cusync::HostMemory>;
+using WoStage = detail::WoStageOn<cusync::HostMemory>;
 
 // Deliberate bugs, which the emulator must report rather than hang on.
 struct Plant {
@@ -142,11 +137,7 @@ class BlockEmulation {
         qkvStamps(plan.qkvGrid, plan.qkvTile),
         attentionStamps(plan.attentionPlan.stageGrid, plan.attentionPlan.stageTile),
         arrived_(new std::atomic<uint32_t>[plan.attentionPlan.tiles]()) {
-    qkv.setOrder(cusync::GroupedOrder{cusync_gemm::orderGroup(plan.qkv.config)});
-    attention.setOrder(LongestFirstOrder{});
-    wo.setOrder(cusync::GroupedOrder{cusync_gemm::orderGroup(plan.wo.config)});
-    cusync::pair(qkv, attention);
-    cusync::pair(attention, wo);
+    detail::orderAndPair(qkv, attention, wo, plan_);
   }
 
   // Blocks of one run of each stage.
