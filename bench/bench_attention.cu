@@ -76,7 +76,7 @@ const std::vector<VariantInfo>& variantTable() {
        "our QKV GEMM, attention kernel and output GEMM in stream order, no cusync (AttentionBlock Stream):\n"
        "    our own baseline"},
       {"rowsync", true, true,
-       "the block as a cusync pipeline (AttentionBlock TileSync): an attention tile waits for the rows of the\n"
+       "the block as a cusync pipeline (AttentionBlock RowSync): an attention tile waits for the rows of the\n"
        "    QKV projection it reads, the output GEMM's k-blocks for the attention's heads"},
       {"attention", true, false,
        "our attention kernel alone (cusync_attn::attention): the attention stage, compared with PyTorch's\n"

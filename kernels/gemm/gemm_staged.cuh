@@ -114,6 +114,11 @@ void launchAsStage(const GemmArgs& a, const StageT& stage, cusync::Pipeline& pip
   // A stage flagged WaitsForPriorGrid keeps that promise: every thread waits
   // for the grids before it before touching global memory.
   flags.waitPrior = (stage.opts() & cusync::WaitsForPriorGrid) != 0;
+  // B's loads carry the L2 evict-first hint where the configuration's own
+  // rule picks it (weightsEvictFirst: one band of rows, or few bands over a
+  // long K), as in gemm()'s launches; in a pipeline it also keeps the
+  // producer's output in L2 for the consumer.
+  flags.bEvictFirst = !envSwitchOff(kEnvEvictFirst);
   flags.staticRuns = !envSwitchOff(kEnvStageStatic) &&
                      (mode == cusync::LaunchMode::Serial ||
                       (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait)));
