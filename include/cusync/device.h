@@ -70,6 +70,14 @@ __device__ __forceinline__ void awaitSpan(const V& v, const TileWork& w, const S
   protocol::awaitSpan<CudaBackend>(v, w, span, input, reader);
 }
 
+// awaitSpan() for a thread that waits again and again: spans `ready` saw
+// satisfied in this run cost nothing (cusync/ready_set.h).
+template <class V>
+__device__ __forceinline__ void awaitSpanOnce(const V& v, const TileWork& w, const SemSpan& span, ReadySet& ready,
+                                              uint32_t input = 0, Reader reader = Reader::Generic) {
+  protocol::awaitSpanOnce<CudaBackend>(v, w, span, ready, input, reader);
+}
+
 template <class V>
 __device__ __forceinline__ void post(const V& v, const TileWork& w) {
   protocol::post<CudaBackend>(v, w);

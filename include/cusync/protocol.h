@@ -20,6 +20,7 @@
 #pragma once
 
 #include "cusync/policy/no_sync.h"
+#include "cusync/ready_set.h"
 #include "cusync/stage_view.h"
 #include "cusync/tile_order.h"
 
@@ -161,6 +162,23 @@ CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uin
       }
     }
     if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
+  }
+}
+
+// awaitSpan for a thread that waits on the same semaphores again and again
+// (a persistent kernel's waiter): semaphores `ready` saw reach their targets
+// in this run are not polled again, and a span it holds entirely costs no
+// load and no fence (cusync/ready_set.h says why that is safe). `ready`
+// belongs to this input's semaphores; it records what this wait saw.
+template <class B, class V>
+CUSYNC_HD void awaitSpanOnce(const V& v, const TileWork& w, const SemSpan& span, ReadySet& ready, uint32_t input = 0,
+                             Reader reader = Reader::Generic) {
+  if constexpr (!policy::isNoSync<typename V::In>) {
+    if (span.empty()) return;
+    ready.enter(v.in[input].sems, w.run);
+    if (ready.holds(span)) return;
+    awaitSpan<B>(v, w, span, input, reader);
+    ready.add(span);
   }
 }
 

@@ -18,6 +18,8 @@ inline constexpr const char* kEnvEvictFirst = "CUSYNC_GEMM_B_EVICT_FIRST";
 inline constexpr const char* kEnvOrderGroup = "CUSYNC_GEMM_ORDER_GROUP";
 inline constexpr const char* kEnvPrefetchB = "CUSYNC_GEMM_PREFETCH_B";
 inline constexpr const char* kEnvStageStatic = "CUSYNC_GEMM_STAGE_STATIC";
+inline constexpr const char* kEnvWaitMemo = "CUSYNC_GEMM_WAIT_MEMO";
+inline constexpr const char* kEnvWaiterLead = "CUSYNC_GEMM_WAITER_LEAD";
 
 inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
@@ -27,6 +29,8 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvEvictFirst, "=0: B's loads never carry the L2 evict-first hint"},
     {kEnvOrderGroup, "=n: gemm() walks its tiles in bands of n tile rows (default 8; 6 for 128x168)"},
     {kEnvStageStatic, "=0: a pipeline's GEMM stages always take their tiles by ticket, never block b tiles b, b + G, ..."},
+    {kEnvWaitMemo, "=0: a stage that waits polls every wait, also on semaphores it saw ready earlier in the run"},
+    {kEnvWaiterLead, "=n: a stage that waits takes its next tile n k-blocks before the current one's loads end (default 6)"},
     {kEnvPrefetchB, "=1: a gemm() stage that waits on its inputs prefetches its weights into L2 meanwhile (off: slower on H100)"},
 };
 

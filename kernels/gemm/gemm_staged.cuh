@@ -119,6 +119,7 @@ void launchAsStage(const GemmArgs& a, const StageT& stage, cusync::Pipeline& pip
   // long K), as in gemm()'s launches; in a pipeline it also keeps the
   // producer's output in L2 for the consumer.
   flags.bEvictFirst = !envSwitchOff(kEnvEvictFirst);
+  if (stage.isConsumer()) applyWaiterChoice(flags);
   flags.staticRuns = !envSwitchOff(kEnvStageStatic) &&
                      (mode == cusync::LaunchMode::Serial ||
                       (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait)));

@@ -152,6 +152,20 @@ uint32_t prefetchKBlocks(uint64_t kBlocks, uint64_t kBlockBytes, uint64_t concur
   return static_cast<uint32_t>(std::min<uint64_t>(kBlocks, static_cast<uint64_t>(budget)));
 }
 
+WaiterChoice waiterChoice() {
+  static const WaiterChoice c = [] {
+    WaiterChoice w;
+    w.memo = !envSwitchOff(kEnvWaitMemo);
+    // A longer lead gives the waiter time for the ticket's atomic and the
+    // first wait's semaphore load and fences before the loader needs the
+    // unit; 3 k-blocks (the producers' lead) left consumer loaders idle
+    // 2-6 us per tile behind satisfied waits on the H100.
+    if (const int lead = envInt(kEnvWaiterLead); lead > 0) w.ticketLead = static_cast<uint8_t>(std::min(lead, 64));
+    return w;
+  }();
+  return c;
+}
+
 void* driverEntryPoint(const char* symbol, const char* who) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult q{};

@@ -174,6 +174,13 @@ void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cu
       buildStageParams<Shape, T, TB>(a, view, blocks, base.stream, flags.bEvictFirst), blocks, base, flags);
 }
 
+// A kernel whose stages wait on inputs runs its waiter as waiterChoice() says.
+inline void applyWaiterChoice(KernelFlags& f) {
+  const WaiterChoice c = waiterChoice();
+  f.waitMemo = c.memo;
+  f.ticketLead = c.ticketLead;
+}
+
 // Launches a fused kernel of two stages with one tile shape.
 template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class V0, class V1>
 void launchFusedKernel(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
@@ -187,6 +194,7 @@ void launchFusedKernel(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, con
   kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, blocks, base.stream, true);
   kp.fused = f;
   kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
+  applyWaiterChoice(kp.flags);
   auto* k = gemmKernel<Shape, T, TB, E0, E1, KP>;
   static std::atomic<uint64_t> prepared{0};
   launchPrepared(k, smem, prepared, blocks, base, &kp);

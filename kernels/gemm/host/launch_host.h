@@ -46,6 +46,14 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
 // none): as many as fit the L2 share that `concurrentUnits` units may fill.
 uint32_t prefetchKBlocks(uint64_t kBlocks, uint64_t kBlockBytes, uint64_t concurrentUnits);
 
+// How a stage that waits on its inputs runs its waiter (KernelFlags::waitMemo
+// and ::ticketLead): the defaults, or the env.h switches' values.
+struct WaiterChoice {
+  bool memo = true;
+  uint8_t ticketLead = 6;
+};
+WaiterChoice waiterChoice();
+
 [[noreturn]] void throwCuda(cudaError_t e, const char* what);
 
 // Split-K buffers of one stage (key: its ticket counter), grown on demand and

@@ -161,9 +161,11 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           const Unit u = sched.next();
           queue.push(i, u);
           if (!u.w.valid) break;
-          withStage(kp, u.stage, [&](auto, const auto& sp) { queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved); });
+          withStage(kp, u.stage, [&](auto, const auto& sp) {
+            queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved, kp.flags.waitMemo);
+          });
           queue.awaitTicketPoint(i);
-          sched.beforeLoads(u.ticketPoint(), u);
+          sched.atTicketPoint(u);
         }
       }
     }
@@ -197,13 +199,14 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             if (sp.prefetchKBlocks > 0 && readyCached < loaded + 1 && (readyCached = queue.readyCount()) < loaded + 1)
               prefetchB<BN, TransB, ALoader>(sp, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
-          [[maybe_unused]] const int kbTicket = u.ticketPoint();
+          const int kbTicket = u.ticketPoint(kp.flags.ticketLead);
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
             if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
-            if constexpr (kWaits) {
-              if (kb == kbTicket) queue.reachTicketPoint();
-            } else {
-              sched.beforeLoads(kb, u);
+            if (kb == kbTicket) {
+              if constexpr (kWaits)
+                queue.reachTicketPoint();
+              else
+                sched.atTicketPoint(u);
             }
             unsigned char* sa = ss.slotA(ring.stage);
             unsigned char* sb = ss.slotB(ring.stage);

@@ -18,9 +18,15 @@
 // counter's release (waiter) and acquire (loader) at CTA scope.
 //
 // The waiter takes the next unit's ticket when the loader reaches the
-// current unit's ticket point (kTicketLead k-blocks before its end), as the
-// loader itself does without a waiter, and resolves the next unit's first
-// waits while the current unit's last loads run.
+// current unit's ticket point (KernelFlags::ticketLead k-blocks before its
+// end), as the loader itself does without a waiter, and resolves the next
+// unit's first waits while the current unit's last loads run.
+//
+// It remembers the semaphores it saw ready in the run (cusync::ReadySet, in
+// the queue's shared memory): a unit whose spans it already saw satisfied
+// (every tile after a block's first under WholeSync, a row band it waited on
+// before under RowSync, producer tiles an earlier unit read under TileSync)
+// costs no load and no fence.
 #pragma once
 
 #include <cuda/atomic>
@@ -39,17 +45,20 @@ namespace cusync_gemm::detail {
 class WaitQueue {
  public:
   // Shared memory the queue takes (SharedStorage reserves it).
-  static constexpr int kBytes = 2 * static_cast<int>(sizeof(Unit)) + 5 * 8 + 8;
+  static constexpr int kSeenOffset = 2 * static_cast<int>(sizeof(Unit)) + 5 * 8 + 8;
+  static constexpr int kBytes = kSeenOffset + static_cast<int>(cusync::ReadySet::kWords) * 4;
 
   __device__ __forceinline__ explicit WaitQueue(unsigned char* base)
       : entries_(reinterpret_cast<Unit*>(base)),
         bars_(reinterpret_cast<uint64_t*>(base + 2 * sizeof(Unit))),
-        ready_(reinterpret_cast<uint32_t*>(base + 2 * sizeof(Unit) + 5 * 8)) {}
+        ready_(reinterpret_cast<uint32_t*>(base + 2 * sizeof(Unit) + 5 * 8)),
+        seen_(reinterpret_cast<uint32_t*>(base + kSeenOffset)) {}
 
   // One thread, beside the ring's barriers.
   __device__ __forceinline__ void init() {
     for (int i = 0; i < 5; ++i) cuda::ptx::mbarrier_init(&bars_[i], 1);
     *ready_ = 0;
+    cusync::ReadySet(seen_).clear();
   }
 
   // Waiter: unit i into the queue (at most two ahead of the loader).
@@ -92,9 +101,10 @@ class WaitQueue {
   // kRowsPerTile rows whose A is read through ALoader, with the stage's
   // parameters sp; `resolved` counts k-blocks over all units. The wait hook
   // runs in its two halves: most k-blocks read no new producer tile and need
-  // no wait.
+  // no wait. With `remember`, spans seen satisfied earlier in the run are
+  // not polled again.
   template <class ALoader, int kRowsPerTile, class SP>
-  __device__ __forceinline__ void resolveUnit(const SP& sp, const Unit& u, uint32_t& resolved) {
+  __device__ __forceinline__ void resolveUnit(const SP& sp, const Unit& u, uint32_t& resolved, bool remember) {
     if constexpr (cusync::policy::isNoSync<typename SP::View::In>) {
       resolved += static_cast<uint32_t>(u.kb1 - u.kb0);  // a stage that waits on nothing
     } else {
@@ -104,8 +114,19 @@ class WaitQueue {
       for (int kb = u.kb0; kb < u.kb1; ++kb) {
         const cusync::SemSpan span = cusync::waitSpanOf(sp.view, readOf<ALoader>(sp, kb, mTile, walkStart));
         if (!span.empty()) {
-          if (published != resolved) publishReady(published = resolved);
-          cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
+          if (remember) {
+            cusync::ReadySet seen(seen_);
+            // A span seen satisfied needs no publish before it: nothing blocks.
+            seen.enter(sp.view.in[0].sems, u.w.run);
+            if (!seen.holds(span)) {
+              if (published != resolved) publishReady(published = resolved);
+              cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
+              seen.add(span);
+            }
+          } else {
+            if (published != resolved) publishReady(published = resolved);
+            cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
+          }
         }
         if (++resolved - published >= kPublishEvery) publishReady(published = resolved);
       }
@@ -119,6 +140,7 @@ class WaitQueue {
   Unit* entries_;
   uint64_t* bars_;  // full[2], empty[2], ticket point
   uint32_t* ready_;
+  uint32_t* seen_;  // the waiter's cusync::ReadySet
 };
 
 }  // namespace cusync_gemm::detail

@@ -55,6 +55,14 @@ struct KernelFlags {
   // B's TMA loads carry an L2 evict-first policy: the weights stream through
   // L2 once per band, and A, C and the split partials should outlive them.
   bool bEvictFirst = false;
+  // A stage that waits on inputs: its waiter remembers the semaphores it saw
+  // ready in the run and does not poll them again (cusync::ReadySet).
+  bool waitMemo = true;
+  // k-blocks before a unit's loads end at which the block takes its next
+  // ticket (Unit::ticketPoint), so the atomic runs while the loader waits
+  // for ring slots; a stage that waits also resolves the next unit's first
+  // waits in that lead (gemm_staged.cuh picks a longer one there).
+  uint8_t ticketLead = 3;
 };
 
 // Per-launch state of the split and KCut schedules in device memory

@@ -3,8 +3,8 @@
 // pipeline's one counter; a ticket decodes to a stage and a unit of it, in
 // pipeline order (every unit of stage 0 first), and each stage's own
 // schedule (whole tiles, or 64-row tiles split in K) turns the unit into
-// tile, part and k range. The next ticket is taken kTicketLead k-blocks
-// before the current unit's loads end, as WholeTiles does. Both stages'
+// tile, part and k range. The next ticket is taken at the current unit's
+// ticket point, as WholeTiles does. Both stages'
 // tiles have one shape (the kernel's ring and consumers are shared).
 #pragma once
 
@@ -41,8 +41,8 @@ class FusedUnits {
     return u;
   }
 
-  __device__ __forceinline__ void beforeLoads(int kb, const Unit& u) {
-    if (kb == u.ticketPoint()) nextTicket_ = cusync::CudaBackend::takeTicket(kp_.fused.tickets);
+  __device__ __forceinline__ void atTicketPoint(const Unit&) {
+    nextTicket_ = cusync::CudaBackend::takeTicket(kp_.fused.tickets);
   }
 
   __device__ __forceinline__ UnitFinish finishOf(const Unit& u) const {

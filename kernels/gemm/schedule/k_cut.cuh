@@ -51,7 +51,7 @@ class KCutRanges {
     return u;
   }
 
-  __device__ __forceinline__ void beforeLoads(int, const Unit&) {}
+  __device__ __forceinline__ void atTicketPoint(const Unit&) {}
 
   __device__ __forceinline__ UnitFinish finishOf(const Unit& u) const {
     UnitFinish f;

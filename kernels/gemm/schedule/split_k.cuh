@@ -79,7 +79,7 @@ class SplitTiles {
     return u;
   }
 
-  __device__ __forceinline__ void beforeLoads(int, const Unit&) {}
+  __device__ __forceinline__ void atTicketPoint(const Unit&) {}
 
   // Consumer side, once the unit's MMAs are done.
   __device__ __forceinline__ UnitFinish finishOf(const Unit& u) const {

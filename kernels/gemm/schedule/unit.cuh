@@ -10,8 +10,6 @@
 
 namespace cusync_gemm::detail {
 
-constexpr int kTicketLead = 3;  // k-blocks before a tile's end at which the next ticket is taken
-
 struct Unit {
   cusync::TileWork w;    // the stage tile (run, position, validity)
   int32_t kb0 = 0, kb1 = 0;  // the k-blocks [kb0, kb1) of the tile this unit computes
@@ -20,8 +18,9 @@ struct Unit {
   uint32_t stage = 0;    // which stage of a fused kernel
 
   // The k-block before whose loads the next unit's ticket is taken:
-  // kTicketLead before the end, or the first one of a shorter unit.
-  __device__ __forceinline__ int ticketPoint() const { return kb1 - kTicketLead > kb0 ? kb1 - kTicketLead : kb0; }
+  // `lead` (KernelFlags::ticketLead) before the end, or the first one of a
+  // shorter unit.
+  __device__ __forceinline__ int ticketPoint(int lead) const { return kb1 - lead > kb0 ? kb1 - lead : kb0; }
 };
 
 // What a consumer warpgroup does with a unit once its MMAs are done.

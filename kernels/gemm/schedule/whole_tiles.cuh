@@ -3,7 +3,8 @@
 // Stages with a policy take every tile by ticket from the stage's dispenser
 // (cusync::tileElected / ticketElected + tileOfTicket): the ticket carries
 // the run number that waits and posts scale with. The next ticket is taken
-// kTicketLead k-blocks before the current tile's loads end, so its atomic
+// at the current tile's ticket point (KernelFlags::ticketLead k-blocks
+// before its loads end), so its atomic
 // runs while the producer waits for ring slots (a whole tile ahead measured
 // up to 11% slower where the last wave is nearly full: a block then keeps a
 // tile that a block finishing earlier would have taken).
@@ -107,9 +108,9 @@ class WholeTiles {
     return u;
   }
 
-  // Producer thread, before the loads of k-block kb of unit u.
-  __device__ __forceinline__ void beforeLoads(int kb, const Unit& u) {
-    if (link.rank() == 0 && kb == u.ticketPoint() && !staticAll_) nextTicket_ = cusync::ticketElected(view_);
+  // Producer thread, at unit u's ticket point (Unit::ticketPoint).
+  __device__ __forceinline__ void atTicketPoint(const Unit&) {
+    if (link.rank() == 0 && !staticAll_) nextTicket_ = cusync::ticketElected(view_);
   }
 
   // Unit i of the stage in run `run` (a fused kernel's counter decodes it).
