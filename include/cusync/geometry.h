@@ -49,12 +49,28 @@ struct SemSpan {
   CUSYNC_HD constexpr uint32_t count() const { return n[0] * n[1] * n[2]; }
   CUSYNC_HD constexpr bool empty() const { return count() == 0; }
   CUSYNC_HD constexpr uint32_t at(uint32_t i) const {
+    // One axis (most spans) needs no division: a lone waiting thread pays
+    // every instruction's full latency.
+    if (n[1] == 1 && n[2] == 1) return first + i * step[0];
     const uint32_t a = i % n[0];
     const uint32_t b = (i / n[0]) % n[1];
     const uint32_t c = i / (n[0] * n[1]);
     return first + a * step[0] + b * step[1] + c * step[2];
   }
 };
+
+// Calls f(semaphore) for every semaphore of the span in order, while f
+// returns true; returns whether it always did. Nested loops, no division.
+template <class F>
+CUSYNC_HD bool everySemaphore(const SemSpan& s, F&& f) {
+  for (uint32_t c = 0; c < s.n[2]; ++c)
+    for (uint32_t b = 0; b < s.n[1]; ++b) {
+      uint32_t sem = s.first + b * s.step[1] + c * s.step[2];
+      for (uint32_t a = 0; a < s.n[0]; ++a, sem += s.step[0])
+        if (!f(sem)) return false;
+    }
+  return true;
+}
 
 // Inclusive range of producer tiles along one axis.
 struct TileRange {

@@ -49,21 +49,17 @@ class ReadySet {
 
   // Whether every semaphore of the span was seen ready.
   CUSYNC_HD bool holds(const SemSpan& s) const {
-    const uint32_t n = s.count();
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t sem = s.at(i);
-      if (sem >= kCapacity || !(words_[kHeaderWords + sem / 32] & (1u << (sem % 32)))) return false;
-    }
-    return true;
+    return everySemaphore(s, [&](uint32_t sem) {
+      return sem < kCapacity && (words_[kHeaderWords + sem / 32] & (1u << (sem % 32))) != 0;
+    });
   }
 
   // Records every semaphore of the span as seen ready.
   CUSYNC_HD void add(const SemSpan& s) {
-    const uint32_t n = s.count();
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t sem = s.at(i);
+    everySemaphore(s, [&](uint32_t sem) {
       if (sem < kCapacity) words_[kHeaderWords + sem / 32] |= 1u << (sem % 32);
-    }
+      return true;
+    });
   }
 
  private:

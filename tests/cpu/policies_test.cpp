@@ -492,3 +492,54 @@ TEST(Policies, WaitValuesMatchPostsPerRun) {
   EXPECT_EQ(b.postsPerRun()[0], 15u);
   EXPECT_EQ(b.postsPerRun()[1], 5u);
 }
+
+// A policy that declares kWaitsAtWalkStartOnly promises that only the walk's
+// first step waits and that a step at the walk's first column waits on that
+// same span whatever else changes: a waiter evaluates the first step alone.
+template <class P>
+void checkWaitsAtWalkStartOnly(const P& pol) {
+  static_assert(policy::waitsAtWalkStartOnly<P>);
+  for (const auto& s : gemmShapes())
+    for (uint32_t walkStart : {0u, s.cons.tile.z, 2 * s.cons.tile.z})
+      for (uint32_t z = 0; z < s.cons.grid.z; ++z)
+        for (uint32_t y = 0; y < s.cons.grid.y; ++y) {
+          const SemSpan first = pol.waitSpan(Read{walkStart, y * s.cons.tile.y, z, walkStart}, s.cons, s.prod);
+          EXPECT_FALSE(first.empty()) << P::kName << ": the walk's first step waits";
+          for (uint32_t col = walkStart + s.cons.tile.z; col < pol.readExtent(s.prod); col += s.cons.tile.z)
+            EXPECT_TRUE(pol.waitSpan(Read{col, y * s.cons.tile.y, z, walkStart}, s.cons, s.prod).empty())
+                << P::kName << ": a later step waits (column " << col << ", walk from " << walkStart << ")";
+          // A loader whose columns repeat (im2col's filter positions) reads the first column again.
+          const SemSpan again = pol.waitSpan(Read{walkStart, y * s.cons.tile.y, z, walkStart}, s.cons, s.prod);
+          ASSERT_EQ(again.count(), first.count());
+          for (uint32_t i = 0; i < first.count(); ++i) EXPECT_EQ(again.at(i), first.at(i));
+        }
+}
+
+TEST(Policies, RowPoliciesWaitAtTheWalksFirstStepOnly) {
+  checkWaitsAtWalkStartOnly(policy::RowSync{});
+  checkWaitsAtWalkStartOnly(policy::BatchedRowSync{2});
+  checkWaitsAtWalkStartOnly(policy::WholeSync{});
+  static_assert(!policy::waitsAtWalkStartOnly<policy::TileSync>, "TileSync waits at every new producer column");
+  static_assert(!policy::waitsAtWalkStartOnly<policy::Conv2DTileSync>);
+}
+
+TEST(Geometry, SpanPositionsAndEverySemaphoreAgree) {
+  SemSpan s;
+  s.first = 5;
+  s.n[0] = 3, s.step[0] = 2;
+  std::vector<uint32_t> viaAt, viaEvery;
+  for (uint32_t i = 0; i < s.count(); ++i) viaAt.push_back(s.at(i));
+  everySemaphore(s, [&](uint32_t sem) { return viaEvery.push_back(sem), true; });
+  EXPECT_EQ(viaAt, viaEvery);
+  EXPECT_EQ(viaAt, (std::vector<uint32_t>{5, 7, 9}));
+  s.n[1] = 2, s.step[1] = 10, s.n[2] = 2, s.step[2] = 100;
+  viaAt.clear(), viaEvery.clear();
+  for (uint32_t i = 0; i < s.count(); ++i) viaAt.push_back(s.at(i));
+  everySemaphore(s, [&](uint32_t sem) { return viaEvery.push_back(sem), true; });
+  EXPECT_EQ(viaAt, viaEvery);
+  EXPECT_EQ(viaAt.size(), 12u);
+  EXPECT_EQ(viaAt.back(), 5u + 4 + 10 + 100);
+  int calls = 0;
+  EXPECT_FALSE(everySemaphore(s, [&](uint32_t) { return ++calls < 3; }));
+  EXPECT_EQ(calls, 3) << "stops at the first false";
+}

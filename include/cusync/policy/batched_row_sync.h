@@ -13,6 +13,7 @@ namespace cusync::policy {
 struct BatchedRowSync {
   static constexpr const char* kName = "BatchedRowSync";
   static constexpr bool kSingleWriter = false;
+  static constexpr bool kWaitsAtWalkStartOnly = true;  // see policy/walk.h
 
   uint32_t rowsPerGroup = 2;
 

@@ -14,6 +14,7 @@ namespace cusync::policy {
 struct RowSync {
   static constexpr const char* kName = "RowSync";
   static constexpr bool kSingleWriter = false;
+  static constexpr bool kWaitsAtWalkStartOnly = true;  // see policy/walk.h
 
   CUSYNC_HD uint32_t semaphoreCount(const StageShape& prod) const { return prod.grid.y * prod.grid.z; }
   CUSYNC_HD uint32_t readExtent(const StageShape& prod) const { return prod.cols(); }

@@ -39,3 +39,23 @@ CUSYNC_HD SemSpan tileBox(TileRange cols, TileRange rows, uint32_t batch, const 
 }
 
 }  // namespace cusync::policy::walk
+
+namespace cusync::policy {
+
+// A policy may declare `static constexpr bool kWaitsAtWalkStartOnly = true`:
+// its span is empty for every step but the walk's first (r.col ==
+// r.walkStart), and there it depends only on the read's rows and batch.
+// A thread that resolves waits ahead of a walk then evaluates the first step
+// alone instead of every step (RowSync, BatchedRowSync, WholeSync).
+template <class P, class = void>
+struct WaitsAtWalkStartOnlyImpl {
+  static constexpr bool value = false;
+};
+template <class P>
+struct WaitsAtWalkStartOnlyImpl<P, decltype(void(P::kWaitsAtWalkStartOnly))> {
+  static constexpr bool value = P::kWaitsAtWalkStartOnly;
+};
+template <class P>
+constexpr bool waitsAtWalkStartOnly = WaitsAtWalkStartOnlyImpl<P>::value;
+
+}  // namespace cusync::policy

@@ -15,6 +15,7 @@ namespace cusync::policy {
 struct WholeSync {
   static constexpr const char* kName = "WholeSync";
   static constexpr bool kSingleWriter = false;
+  static constexpr bool kWaitsAtWalkStartOnly = true;  // see policy/walk.h
 
   CUSYNC_HD uint32_t semaphoreCount(const StageShape&) const { return 1; }
   CUSYNC_HD uint32_t readExtent(const StageShape& prod) const { return prod.cols(); }
