@@ -30,7 +30,7 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvOrderGroup, "=n: gemm() walks its tiles in bands of n tile rows (default 8; 6 for 128x168)"},
     {kEnvStageStatic, "=0: a pipeline's GEMM stages always take their tiles by ticket, never block b tiles b, b + G, ..."},
     {kEnvWaitMemo, "=0: a stage that waits polls every wait, also on semaphores it saw ready earlier in the run"},
-    {kEnvWaiterLead, "=n: a stage that waits takes its next tile n k-blocks before the current one's loads end (default 12)"},
+    {kEnvWaiterLead, "=n: a stage that waits takes its next tile n k-blocks before the current one's loads end (default 3)"},
     {kEnvPrefetchB, "=1: a gemm() stage that waits on its inputs prefetches its weights into L2 meanwhile (off: slower on H100)"},
 };
 

@@ -156,11 +156,11 @@ WaiterChoice waiterChoice() {
   static const WaiterChoice c = [] {
     WaiterChoice w;
     w.memo = !envSwitchOff(kEnvWaitMemo);
-    // A longer lead than the producers' 3 k-blocks gives the waiter time for
-    // the ticket's atomic and the first wait's semaphore load and fences
-    // before the loader needs the unit: on the H100 12 k-blocks took rowsync
-    // consumers' loaders from 6 to 4 us per tile behind their waits at
-    // GPT-3 M >= 1024 (2.3% faster, geomean), 6 half as much.
+    // The producers' lead of 3 k-blocks: with one span per unit to resolve
+    // (RowSync, WholeSync) the waiter is done in time, and 12 k-blocks ran
+    // LLaMA's rowsync and tilesync 2-4% slower on the H100 (a block takes its
+    // next tile while a block finishing sooner could have); 12 paid only
+    // while the waiter evaluated a span per k-block.
     if (const int lead = envInt(kEnvWaiterLead); lead > 0) w.ticketLead = static_cast<uint8_t>(std::min(lead, 64));
     return w;
   }();

@@ -50,7 +50,7 @@ uint32_t prefetchKBlocks(uint64_t kBlocks, uint64_t kBlockBytes, uint64_t concur
 // and ::ticketLead): the defaults, or the env.h switches' values.
 struct WaiterChoice {
   bool memo = true;
-  uint8_t ticketLead = 12;
+  uint8_t ticketLead = 3;
 };
 WaiterChoice waiterChoice();
 

@@ -61,7 +61,7 @@ struct KernelFlags {
   // k-blocks before a unit's loads end at which the block takes its next
   // ticket (Unit::ticketPoint), so the atomic runs while the loader waits
   // for ring slots; a stage that waits also resolves the next unit's first
-  // waits in that lead (gemm_staged.cuh picks a longer one there).
+  // waits in that lead (CUSYNC_GEMM_WAITER_LEAD sets another one there).
   uint8_t ticketLead = 3;
 };
 
