@@ -157,10 +157,9 @@ WaiterChoice waiterChoice() {
     WaiterChoice w;
     w.memo = !envSwitchOff(kEnvWaitMemo);
     // The producers' lead of 3 k-blocks: with one span per unit to resolve
-    // (RowSync, WholeSync) the waiter is done in time, and 12 k-blocks ran
+    // (RowSync, WholeSync) the waiter is done in time, and a lead of 12 runs
     // LLaMA's rowsync and tilesync 2-4% slower on the H100 (a block takes its
-    // next tile while a block finishing sooner could have); 12 paid only
-    // while the waiter evaluated a span per k-block.
+    // next tile while a block finishing sooner could have).
     if (const int lead = envInt(kEnvWaiterLead); lead > 0) w.ticketLead = static_cast<uint8_t>(std::min(lead, 64));
     return w;
   }();

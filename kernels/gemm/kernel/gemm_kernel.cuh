@@ -219,7 +219,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             // The trace counts the time the loader is held: where the waiter's
             // count already covers the k-block (its cached copy), nothing is
             // timed, since two timer reads per k-block cost more than that
-            // check and added up to 1.5-3.5 us per tile of their own.
+            // check and add up to 1.5-3.5 us per tile of their own.
             auto timed = [&](auto&& f) {
               if (tracing) {
                 const unsigned long long t0 = globalTimer();

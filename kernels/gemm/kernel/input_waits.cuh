@@ -105,7 +105,7 @@ class WaitQueue {
   // no wait. A policy that waits at the walk's first step only (RowSync,
   // WholeSync: policy::waitsAtWalkStartOnly) has that one span evaluated:
   // the waiter is one thread, every instruction costs it its full latency,
-  // and a span per k-block kept the loader 2-6 us per unit behind satisfied
+  // and a span per k-block keeps the loader 2-6 us per unit behind satisfied
   // waits. With `remember`, such a span seen satisfied earlier in the run is
   // not polled again.
   template <class ALoader, int kRowsPerTile, class SP>
@@ -123,8 +123,8 @@ class WaitQueue {
         resolved += static_cast<uint32_t>(u.kb1 - u.kb0);
       } else {
         // No ReadySet here: this loop checks a span every few k-blocks, and
-        // its bookkeeping made TileSync consumers 5-7% slower on the H100,
-        // more than the polls of producer tiles seen before saved.
+        // its bookkeeping costs TileSync consumers 5-7% on the H100, more
+        // than the polls of producer tiles seen before save.
         for (int kb = u.kb0; kb < u.kb1; ++kb) {
           awaitInputs(sp, u, cusync::waitSpanOf(sp.view, readOf<ALoader>(sp, kb, mTile, walkStart)), false,
                       resolved, published);
