@@ -174,9 +174,7 @@ template <class B, class V>
 CUSYNC_HD void awaitSpanOnce(const V& v, const TileWork& w, const SemSpan& span, ReadySet& ready, uint32_t input = 0,
                              Reader reader = Reader::Generic) {
   if constexpr (!policy::isNoSync<typename V::In>) {
-    if (span.empty()) return;
-    ready.enter(v.in[input].sems, w.run);
-    if (ready.holds(span)) return;
+    if (span.empty() || ready.covers(v.in[input].sems, w.run, span)) return;
     awaitSpan<B>(v, w, span, input, reader);
     ready.add(span);
   }

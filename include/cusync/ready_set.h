@@ -47,6 +47,13 @@ class ReadySet {
     words_[2] = hi;
   }
 
+  // Whether every semaphore of the span was seen ready in run `run` of the
+  // semaphores at `sems` (enter(), then holds()).
+  CUSYNC_HD bool covers(const uint32_t* sems, uint32_t run, const SemSpan& s) {
+    enter(sems, run);
+    return holds(s);
+  }
+
   // Whether every semaphore of the span was seen ready.
   CUSYNC_HD bool holds(const SemSpan& s) const {
     return everySemaphore(s, [&](uint32_t sem) {

@@ -142,12 +142,8 @@ class WaitQueue {
   template <class SP>
   __device__ __forceinline__ void awaitInputs(const SP& sp, const Unit& u, const cusync::SemSpan& span, bool remember,
                                               uint32_t resolved, uint32_t& published) {
-    if (span.empty()) return;
     cusync::ReadySet seen(seen_);
-    if (remember) {
-      seen.enter(sp.view.in[0].sems, u.w.run);
-      if (seen.holds(span)) return;
-    }
+    if (span.empty() || (remember && seen.covers(sp.view.in[0].sems, u.w.run, span))) return;
     if (published != resolved) publishReady(published = resolved);
     cusync::awaitSpan(sp.view, u.w, span, 0, cusync::Reader::AsyncProxy);
     if (remember) seen.add(span);
