@@ -10,7 +10,8 @@
 // checked before it is timed against the cuBLAS block run on the GPU with an
 // fp32 attention output (attention_reference.h). Medians of CUDA-event
 // timings of back-to-back runs (or of CUDA graph replays with --graph) after
-// warm-up, best of two alternating rounds; the operands rotate over copies
+// warm-up, the variants and the projections alone interleaved run by run so
+// that all see the same clock states; the operands rotate over copies
 // that together exceed three times the L2 cache (a decode step's cache
 // alone fits in it). The peak GEMM rate and memory bandwidth of the roofline
 // are measured in the same run.
@@ -22,11 +23,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -415,30 +418,44 @@ int benchAttention(const AttentionBenchOptions& o) {
       if (!o.checkOnly) {
         info.roofMs = std::max(work.flops / (peak * 1e12), work.bytes / (bw * 1e12)) * 1e3;
         info.attnRoofMs = std::max(work.attnFlops / (peak * 1e12), work.attnBytes / (bw * 1e12)) * 1e3;
-        for (int round = 0; round < 2; ++round)
-          for (size_t i = 0; i < variants.size(); ++i) {
-            if (!shapeRows[i].ok) continue;
-            try {
-              shapeRows[i].ms = std::min(shapeRows[i].ms, bench::rotatedMedianMs(runs[i], n, s, o.iters, o.graph));
-            } catch (const std::exception& e) {
-              report(where + " " + variants[i]->name + " (timing)", e);
-              shapeRows[i].ok = false, allOk = false;
-            }
+        // The variants and the projections alone (where their variant passed
+        // its check: the cuBLAS block's GEMMs are the part of the vendor
+        // baseline this bench times for real, its attention is the
+        // reference), interleaved (bench::interleavedMediansMs).
+        bench::Interleaved set(o.graph, s);
+        std::vector<std::pair<std::string, double*>> slots;
+        std::vector<size_t> rowOf;  // SIZE_MAX: a projection
+        auto add = [&](const std::string& name, const bench::Run& run, double* out, size_t row) {
+          try {
+            set.add(run, n);
+            slots.emplace_back(name, out);
+            rowOf.push_back(row);
+          } catch (const std::exception& e) {
+            report(where + " " + name + " (graph capture)", e);
+            if (row != SIZE_MAX) shapeRows[row].ok = false, allOk = false;
           }
-        // The projections alone, where their variant passed its check: the cuBLAS block's GEMMs are
-        // the part of the vendor baseline this bench times for real (its attention is the reference).
+        };
+        for (size_t i = 0; i < variants.size(); ++i)
+          if (shapeRows[i].ok) add(variants[i]->name, runs[i], &shapeRows[i].ms, i);
         auto passed = [&](const char* name) {
           return std::any_of(shapeRows.begin(), shapeRows.end(), [&](const Row& r) { return r.variant == name && r.ok; });
         };
         if (passed("stream") && !oursQkv.empty()) {
-          info.oursQkvMs = bench::rotatedMedianMs([&](int c) { cusync_gemm::gemm(oursQkv[c], s); }, n, s, o.iters, o.graph);
-          info.oursWoMs = bench::rotatedMedianMs([&](int c) { cusync_gemm::gemm(oursWo[c], s); }, n, s, o.iters, o.graph);
+          add("our qkv", [&](int c) { cusync_gemm::gemm(oursQkv[c], s); }, &info.oursQkvMs, SIZE_MAX);
+          add("our wo", [&](int c) { cusync_gemm::gemm(oursWo[c], s); }, &info.oursWoMs, SIZE_MAX);
         }
         if (passed("cublas")) {
-          info.cublasQkvMs = bench::rotatedMedianMs(
-              [&](int c) { cublas->qkvGemm().run(bufs[c].x, bufs[c].wqkv, bufs[c].qkv, s); }, n, s, o.iters, o.graph);
-          info.cublasWoMs = bench::rotatedMedianMs(
-              [&](int c) { cublas->woGemm().run(bufs[c].attn, bufs[c].wo, bufs[c].out, s); }, n, s, o.iters, o.graph);
+          add("cublas qkv", [&](int c) { cublas->qkvGemm().run(bufs[c].x, bufs[c].wqkv, bufs[c].qkv, s); },
+              &info.cublasQkvMs, SIZE_MAX);
+          add("cublas wo", [&](int c) { cublas->woGemm().run(bufs[c].attn, bufs[c].wo, bufs[c].out, s); },
+              &info.cublasWoMs, SIZE_MAX);
+        }
+        const bench::Timings t = set.time(o.iters);
+        for (size_t k = 0; k < slots.size(); ++k) {
+          *slots[k].second = t.ms[k];
+          if (t.errors[k].empty()) continue;
+          report(where + " " + slots[k].first + " (timing)", std::runtime_error(t.errors[k]));
+          if (rowOf[k] != SIZE_MAX) shapeRows[rowOf[k]].ok = false, allOk = false;
         }
       }
 

@@ -8,8 +8,9 @@
 // naive fp32 convolution on the first and last image, ours against cuDNN's
 // whole output (against the naive one where the bench has no cuDNN). Medians
 // of CUDA-event timings of back-to-back runs (or of CUDA graph replays with
-// --graph) after warm-up, best of two alternating rounds; the operands
-// rotate over copies that together exceed three times the L2 cache.
+// --graph) after warm-up, the variants and the layers alone interleaved run
+// by run so that all see the same clock states; the operands rotate over
+// copies that together exceed three times the L2 cache.
 #include "bench_conv.h"
 
 #include <cuda_bf16.h>
@@ -18,10 +19,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -340,35 +343,43 @@ int benchConv(const ConvBenchOptions& o) {
       std::vector<std::vector<double>> sms(2, std::vector<double>(singles.size(), INFINITY));
       auto singleUsable = [&](const ConvSingle& v) { return v.name == "ours" || cudnnReady; };
       if (!o.checkOnly) {
-        for (int round = 0; round < 2; ++round) {
-          for (size_t i = 0; i < variants.size(); ++i) {
-            if (!ok[i]) continue;
-            try {
-              ms[i] = std::min(ms[i], bench::rotatedMedianMs(
-                                          [&](int c) { variants[i]->run(pairArgs(a1, a2, bufs[c]), env, s); }, copies,
-                                          s, o.iters, o.graph));
-            } catch (const std::exception& e) {
-              report(ps.name + " batch " + std::to_string(batch) + " " + variants[i]->name + " (timing)", e);
-              ok[i] = false, allOk = false;
-            }
+        // The pair's variants and each layer alone, interleaved
+        // (bench::interleavedMediansMs).
+        bench::Interleaved set(o.graph, s);
+        struct Slot {
+          std::string name;
+          double* out;
+          size_t variant;  // SIZE_MAX: a layer alone
+        };
+        std::vector<Slot> slots;
+        auto add = [&](const std::string& name, const bench::Run& run, double* out, size_t variant) {
+          try {
+            set.add(run, copies);
+            slots.push_back({name, out, variant});
+          } catch (const std::exception& e) {
+            report(ps.name + " batch " + std::to_string(batch) + " " + name + " (graph capture)", e);
+            if (variant != SIZE_MAX) ok[variant] = false, allOk = false;
           }
-          for (int l = 0; l < 2; ++l)
-            for (size_t j = 0; j < singles.size(); ++j) {
-              if (!singleUsable(*singles[j]) || (round > 0 && !std::isfinite(sms[l][j]))) continue;
-              try {
-                sms[l][j] = std::min(sms[l][j], bench::rotatedMedianMs(
-                                                    [&](int c) {
-                                                      const ConvPairArgs p = pairArgs(a1, a2, bufs[c]);
-                                                      singles[j]->run(l == 0 ? p.first : p.second, env, s);
-                                                    },
-                                                    copies, s, o.iters, o.graph));
-              } catch (const std::exception& e) {
-                report(ps.name + " batch " + std::to_string(batch) + " layer " + std::to_string(l + 1) + " " +
-                           singles[j]->name,
-                       e);
-                sms[l][j] = INFINITY;
-              }
-            }
+        };
+        for (size_t i = 0; i < variants.size(); ++i)
+          if (ok[i])
+            add(variants[i]->name, [&, i](int c) { variants[i]->run(pairArgs(a1, a2, bufs[c]), env, s); }, &ms[i], i);
+        for (int l = 0; l < 2; ++l)
+          for (size_t j = 0; j < singles.size(); ++j)
+            if (singleUsable(*singles[j]))
+              add("layer " + std::to_string(l + 1) + " " + singles[j]->name,
+                  [&, l, j](int c) {
+                    const ConvPairArgs p = pairArgs(a1, a2, bufs[c]);
+                    singles[j]->run(l == 0 ? p.first : p.second, env, s);
+                  },
+                  &sms[l][j], SIZE_MAX);
+        const bench::Timings t = set.time(o.iters);
+        for (size_t k = 0; k < slots.size(); ++k) {
+          *slots[k].out = t.ms[k];
+          if (t.errors[k].empty()) continue;
+          report(ps.name + " batch " + std::to_string(batch) + " " + slots[k].name + " (timing)",
+                 std::runtime_error(t.errors[k]));
+          if (slots[k].variant != SIZE_MAX) ok[slots[k].variant] = false, allOk = false;
         }
       }
 

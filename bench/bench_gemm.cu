@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -140,7 +141,6 @@ int benchGemm(const GemmBenchOptions& o) {
       }
       const cusync_baseline::LtGemm plan(lt, M, N, K);
       auto cub = [&](int i) { plan.run(A[i % copies], B[i % copies], C2[i % copies], s); };
-      double tCub = -1;
       for (TileConfig cfg : cfgs)
       for (int splitK : splits)
       for (int groups : o.kCutGroups) {
@@ -166,11 +166,11 @@ int benchGemm(const GemmBenchOptions& o) {
         gemm(a, s);
       };
       CUDA_OK(cudaMemsetAsync(C[0], 0xFF, cBytes, s));  // poison: the check below reads what this config wrote
-      // Alternate to share thermal conditions: ours, cuBLAS, ours, cuBLAS; keep the better median of each.
-      double tOurs = bench::medianMs(ours, iters, s, 10);
-      if (tCub < 0) tCub = bench::medianMs(cub, iters, s, 10);
-      tOurs = std::min(tOurs, bench::medianMs(ours, iters, s, 10));
-      tCub = std::min(tCub, bench::medianMs(cub, iters, s, 10));
+      // Interleaved run by run, so that both see the same clock states.
+      const bench::Timings t = bench::interleavedMediansMs({ours, cub}, iters, s, 10);
+      for (const std::string& e : t.errors)
+        if (!e.empty()) throw std::runtime_error(e);
+      const double tOurs = t.ms[0], tCub = t.ms[1];
       const double hostOurs = bench::hostUsPerLaunch(ours, iters, s), hostCub = bench::hostUsPerLaunch(cub, iters, s);
       CUDA_OK(cudaGetLastError());
       // Error on a sample of rows of copy 0 (both wrote it during warm-up).

@@ -4,7 +4,8 @@
 // in stream order without cusync (nosync), whichever is faster. Every variant
 // is checked against the cuBLAS result before it is timed. Medians of
 // CUDA-event timings of back-to-back runs (or of CUDA graph replays with
-// --graph) after warm-up, best of two alternating rounds. Weights
+// --graph) after warm-up, every variant and the GEMMs alone interleaved run
+// by run so that all see the same clock states. Weights
 // are 2 x 151 MB (GPT-3) or 2 x 90 MB (LLaMA), so every run's working set
 // exceeds the 50 MB L2 without rotation. The peak GEMM rate (a large cuBLAS
 // bf16 GEMM) and memory bandwidth (a large device-to-device copy, bytes read
@@ -22,6 +23,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -193,28 +195,6 @@ struct Row {
   TraceStats tr;
 };
 
-// Median ms of variant `sp`: back-to-back runs, or replays of a CUDA graph
-// holding one run (captured after the variant's check run prepared it).
-double timeVariant(Mlp& mlp, int64_t M, const Buffers& b, const VariantSpec& sp, cudaStream_t s, int iters,
-                   bool graph) {
-  if (!graph) return bench::medianMs([&](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, iters, s);
-  cudaGraph_t g = nullptr;
-  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  try {
-    mlp.run(M, b, sp.v, s, sp.o, sp.pdl);
-  } catch (...) {
-    cudaStreamEndCapture(s, &g);
-    if (g) cudaGraphDestroy(g);
-    throw;
-  }
-  CUDA_OK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t x = cusync::instantiateGraph(g);
-  const double ms = bench::medianMs([&](int) { CUDA_OK(cudaGraphLaunch(x, s)); }, iters, s);
-  cudaGraphExecDestroy(x);
-  cudaGraphDestroy(g);
-  return ms;
-}
-
 }  // namespace
 
 std::string mlpVariantError(const std::string& variant) {
@@ -345,13 +325,36 @@ int benchMlp(const MlpBenchOptions& o) {
                  NAN,
                  roofMs};
       if (!checkOnly) {
-        for (int round = 0; round < 2; ++round) {
-          for (size_t i = 0; i < specs.size(); ++i) {
-            if (!ok[i]) continue;
-            const VariantSpec& sp = specs[i];
-            ms[i] = std::min(ms[i], timeVariant(mlp, M, b, sp, s, iters, o.graph));
+        // Every passing variant and the four GEMMs alone, interleaved
+        // (bench::interleavedMediansMs); a variant's graph holds one run,
+        // captured after its check run prepared it.
+        bench::Interleaved set(o.graph, s);
+        std::vector<size_t> at(specs.size(), SIZE_MAX);
+        for (size_t i = 0; i < specs.size(); ++i) {
+          if (!ok[i]) continue;
+          const VariantSpec& sp = specs[i];
+          try {
+            at[i] = set.add([&, sp](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, 1);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "[mlp] %s M=%lld %s (graph capture): %s\n", mname.c_str(), (long long)M,
+                         sp.name.c_str(), e.what());
+            ok[i] = false, allOk = false;
           }
         }
+        const size_t g1 = set.add([&](int) { mlp.gemm1(M, b, s); }, 1);
+        const size_t g2 = set.add([&](int) { mlp.gemm2(M, b, s); }, 1);
+        const size_t cb1 = set.add([&](int) { mlp.cublasGemm1(M, b, s); }, 1);
+        const size_t cb2 = set.add([&](int) { mlp.cublasGemm2(M, b, s); }, 1);
+        const bench::Timings t = set.time(iters);
+        for (size_t i = 0; i < specs.size(); ++i) {
+          if (at[i] == SIZE_MAX) continue;
+          ms[i] = t.ms[at[i]];
+          if (t.errors[at[i]].empty()) continue;
+          std::fprintf(stderr, "[mlp] %s M=%lld %s (timing): %s\n", mname.c_str(), (long long)M, specs[i].name.c_str(),
+                       t.errors[at[i]].c_str());
+          ok[i] = false, allOk = false;
+        }
+        det.g1 = t.ms[g1], det.g2 = t.ms[g2], det.cb1 = t.ms[cb1], det.cb2 = t.ms[cb2];
         // Traced runs per variant, after timing (tracing adds a few stores per
         // tile): back to back, the last one analyzed.
         for (size_t i = 0; i < specs.size(); ++i) {
@@ -385,10 +388,6 @@ int benchMlp(const MlpBenchOptions& o) {
             writeTraceCsv(o.traceDir + "/" + mname + "-m" + std::to_string(M) + "-" + name + ".csv", runs);
           }
         }
-        det.g1 = bench::medianMs([&](int) { mlp.gemm1(M, b, s); }, iters, s);
-        det.g2 = bench::medianMs([&](int) { mlp.gemm2(M, b, s); }, iters, s);
-        det.cb1 = bench::medianMs([&](int) { mlp.cublasGemm1(M, b, s); }, iters, s);
-        det.cb2 = bench::medianMs([&](int) { mlp.cublasGemm2(M, b, s); }, iters, s);
       }
       details.push_back(det);
       double cublasMs = INFINITY, nosyncMs = INFINITY;

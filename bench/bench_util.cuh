@@ -1,5 +1,6 @@
 // Helpers shared by the cusync-bench commands: error checks, event timing
-// (of launches and of CUDA graph replays), copying bf16 results back.
+// (of launches and of CUDA graph replays, one candidate or several
+// interleaved), copying bf16 results back.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -7,8 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,42 +51,134 @@ double medianMs(F&& launch, int iters, cudaStream_t s, int warmups = 5) {
   return t[iters / 2];
 }
 
-// Median ms of run(copy) over `copies` operand copies in turn, so that a run
-// finds no operands of the run before in L2: back-to-back runs, or with
-// `graph` replays of one CUDA graph per copy, each holding one run (captured
-// here: what run() plans or allocates must be done before).
-template <class F>
-double rotatedMedianMs(F&& run, int copies, cudaStream_t s, int iters, bool graph) {
-  if (!graph) return medianMs([&](int i) { run(i % copies); }, iters, s);
-  std::vector<cudaGraphExec_t> execs;
-  auto destroy = [&] {
-    for (cudaGraphExec_t x : execs) cudaGraphExecDestroy(x);
-  };
-  for (int c = 0; c < copies; ++c) {
-    cudaGraph_t g = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    try {
-      run(c);
-    } catch (...) {
-      cudaStreamEndCapture(s, &g);
-      if (g) cudaGraphDestroy(g);
-      destroy();
-      throw;
-    }
-    CUDA_OK(cudaStreamEndCapture(s, &g));
-    try {
-      execs.push_back(cusync::instantiateGraph(g));
-    } catch (...) {
+// One candidate of a timing: run(i) enqueues its i-th run on the stream
+// (operand copy i % copies, where the candidate rotates its operands).
+using Run = std::function<void(int)>;
+
+// CUDA graphs of one run each, one per operand copy, captured from
+// run(copy) (what run() plans or allocates must be done before), replayed
+// in turn by launch(i).
+class GraphReplays {
+ public:
+  GraphReplays(const Run& run, int copies, cudaStream_t s) : s_(s) {
+    for (int c = 0; c < copies; ++c) {
+      cudaGraph_t g = nullptr;
+      CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      try {
+        run(c);
+      } catch (...) {
+        cudaStreamEndCapture(s, &g);
+        if (g) cudaGraphDestroy(g);
+        destroy();
+        throw;
+      }
+      CUDA_OK(cudaStreamEndCapture(s, &g));
+      try {
+        execs_.push_back(cusync::instantiateGraph(g));
+      } catch (...) {
+        cudaGraphDestroy(g);
+        destroy();
+        throw;
+      }
       cudaGraphDestroy(g);
-      destroy();
-      throw;
     }
-    cudaGraphDestroy(g);
   }
-  const double ms = medianMs([&](int i) { CUDA_OK(cudaGraphLaunch(execs[i % copies], s)); }, iters, s);
-  destroy();
-  return ms;
+  ~GraphReplays() { destroy(); }
+  GraphReplays(const GraphReplays&) = delete;
+  GraphReplays& operator=(const GraphReplays&) = delete;
+  void launch(int i) const { CUDA_OK(cudaGraphLaunch(execs_[static_cast<size_t>(i) % execs_.size()], s_)); }
+
+ private:
+  void destroy() {
+    for (cudaGraphExec_t x : execs_) cudaGraphExecDestroy(x);
+    execs_.clear();
+  }
+  cudaStream_t s_;
+  std::vector<cudaGraphExec_t> execs_;
+};
+
+// The medians of candidates timed together, and why a candidate has none
+// (its launch threw; it is dropped from the later iterations).
+struct Timings {
+  std::vector<double> ms;  // INFINITY where the candidate failed
+  std::vector<std::string> errors;
+};
+
+// Medians (ms) of candidates timed interleaved: iteration i runs every
+// candidate once, back to back, starting with candidate i % n, and each
+// interval between consecutive events is one run; `warmups` iterations run
+// untimed first. Interleaving gives every candidate the same share of the
+// GPU's clock states: timed one after the other, whichever candidate came
+// first after an idle phase ran up to 10% faster than the same kernels
+// timed later, at large compute-bound sizes (H100: SM clock between 1410 and
+// 1980 MHz under its 700 W cap).
+inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cudaStream_t s, int warmups = 3) {
+  const size_t n = runs.size();
+  Timings t{std::vector<double>(n, INFINITY), std::vector<std::string>(n)};
+  if (n == 0) return t;
+  auto attempt = [&](size_t c, int i) {
+    if (!t.errors[c].empty()) return;
+    try {
+      runs[c](i);
+    } catch (const std::exception& e) {
+      t.errors[c] = e.what();
+    }
+  };
+  for (int i = 0; i < warmups; ++i)
+    for (size_t k = 0; k < n; ++k) attempt((i + k) % n, i);
+  std::vector<cudaEvent_t> ev(static_cast<size_t>(iters) * n + 1);
+  for (auto& e : ev) CUDA_OK(cudaEventCreate(&e));
+  std::vector<size_t> who(ev.size() - 1);
+  CUDA_OK(cudaEventRecord(ev[0], s));
+  size_t at = 0;
+  for (int i = 0; i < iters; ++i)
+    for (size_t k = 0; k < n; ++k) {
+      who[at] = (i + k) % n;
+      attempt(who[at], i);
+      CUDA_OK(cudaEventRecord(ev[++at], s));
+    }
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaGetLastError());
+  std::vector<std::vector<float>> per(n);
+  for (size_t j = 0; j < who.size(); ++j) {
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, ev[j], ev[j + 1]));
+    per[who[j]].push_back(ms);
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  for (size_t c = 0; c < n; ++c) {
+    if (!t.errors[c].empty() || per[c].empty()) continue;
+    std::sort(per[c].begin(), per[c].end());
+    t.ms[c] = per[c][per[c].size() / 2];
+  }
+  return t;
 }
+
+// Candidates gathered for one interleaved timing: each rotates over its
+// operand copies, as back-to-back launches or, with `graph`, as replays of
+// one CUDA graph per copy (captured in add()).
+class Interleaved {
+ public:
+  Interleaved(bool graph, cudaStream_t s) : graph_(graph), s_(s) {}
+  // Adds run(copy) over `copies` copies; returns its index in time()'s
+  // result. Throws what capturing its graphs threw (then nothing is added).
+  size_t add(const Run& run, int copies) {
+    if (graph_) {
+      graphs_.push_back(std::make_unique<GraphReplays>(run, copies, s_));
+      runs_.push_back([g = graphs_.back().get()](int i) { g->launch(i); });
+    } else {
+      runs_.push_back([run, copies](int i) { run(i % copies); });
+    }
+    return runs_.size() - 1;
+  }
+  Timings time(int iters) const { return interleavedMediansMs(runs_, iters, s_); }
+
+ private:
+  bool graph_;
+  cudaStream_t s_;
+  std::vector<std::unique_ptr<GraphReplays>> graphs_;
+  std::vector<Run> runs_;
+};
 
 // Host time to enqueue one launch(i), in microseconds (mean over `iters`,
 // the stream drained before and after). Where it exceeds the GPU time of a

@@ -70,6 +70,13 @@ __device__ __forceinline__ void awaitSpan(const V& v, const TileWork& w, const S
   protocol::awaitSpan<CudaBackend>(v, w, span, input, reader);
 }
 
+// Whether `span` is satisfied, from one poll of relaxed loads (no fence, no
+// spinning): the caller fences before it reads (protocol::spanReached).
+template <class V>
+__device__ __forceinline__ bool spanReached(const V& v, const TileWork& w, const SemSpan& span, uint32_t input = 0) {
+  return protocol::spanReached<CudaBackend>(v, w, span, input);
+}
+
 // awaitSpan() for a thread that waits again and again: spans `ready` saw
 // satisfied in this run cost nothing (cusync/ready_set.h).
 template <class V>

@@ -118,7 +118,54 @@ CUSYNC_HD SemSpan waitSpanOf(const V& v, const Read& r, uint32_t input = 0) {
   }
 }
 
-// One thread waits for every semaphore of `span` (from waitSpanOf).
+// Semaphores are polled in batches of kPollBatch relaxed loads in flight at
+// once, then one acquire fence where all of them reached their targets: one
+// acquire load per semaphore made a satisfied span a chain of L2 round trips
+// (~0.7 us each on the H100).
+constexpr uint32_t kPollBatch = 8;
+
+// Whether the semaphores at positions [first, first + kPollBatch) of span
+// (those it has) reached their targets in run w.run, from relaxed loads. No
+// fence: a caller that acts on `true` runs B::fenceAcquire() first.
+template <class B, class Link>
+CUSYNC_HD bool batchReached(const Link& link, const TileWork& w, const SemSpan& span, uint32_t first) {
+  const uint32_t count = span.count();
+  uint32_t seen[kPollBatch] = {};
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t i = 0; i < kPollBatch; ++i)
+    if (first + i < count) seen[i] = B::loadRelaxed(link.sems + span.at(first + i));
+  bool all = true;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t i = 0; i < kPollBatch; ++i)
+    if (first + i < count) {
+      const uint32_t s = span.at(first + i);
+      all = all && reached(seen[i], w.run * link.policy.waitValue(s, link.prod));
+    }
+  return all;
+}
+
+// Whether every semaphore of `span` reached its target, polled once with
+// relaxed loads, never spinning. No fence: a thread that then reads what the
+// span protects runs B::fenceAcquire() first (and B::fenceProxyAsync() for
+// TMA reads). Lets several threads poll several spans at once and pay one
+// fence for all of them (the GEMM's waiter warp).
+template <class B, class V>
+CUSYNC_HD bool spanReached(const V& v, const TileWork& w, const SemSpan& span, uint32_t input = 0) {
+  if constexpr (!policy::isNoSync<typename V::In>) {
+    const auto& link = v.in[input];
+    for (uint32_t base = 0; base < span.count(); base += kPollBatch)
+      if (!batchReached<B>(link, w, span, base)) return false;
+  }
+  return true;
+}
+
+// One thread waits for every semaphore of `span` (from waitSpanOf): a batch
+// whose semaphores all reached their targets costs one acquire fence; one
+// with a semaphore short of its target waits semaphore by semaphore.
 template <class B, class V>
 CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uint32_t input = 0,
                          Reader reader = Reader::Generic) {
@@ -129,30 +176,9 @@ CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uin
     info.stage = v.name;
     info.tile = w.tile;
     info.input = input;
-    // Semaphores in batches of kPollBatch relaxed loads in flight at once,
-    // then one acquire fence where all of them reached their targets: one
-    // acquire load per semaphore made a satisfied span a chain of L2 round
-    // trips (~0.7 us each on the H100). A batch with a semaphore short of its
-    // target waits semaphore by semaphore.
-    constexpr uint32_t kPollBatch = 8;
     const uint32_t count = span.count();
     for (uint32_t base = 0; base < count; base += kPollBatch) {
-      uint32_t seen[kPollBatch] = {};
-      bool all = true;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (uint32_t i = 0; i < kPollBatch; ++i)
-        if (base + i < count) seen[i] = B::loadRelaxed(link.sems + span.at(base + i));
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (uint32_t i = 0; i < kPollBatch; ++i)
-        if (base + i < count) {
-          const uint32_t s = span.at(base + i);
-          all = all && reached(seen[i], w.run * link.policy.waitValue(s, link.prod));
-        }
-      if (all) {
+      if (batchReached<B>(link, w, span, base)) {
         B::fenceAcquire();
         continue;
       }

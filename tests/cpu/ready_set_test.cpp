@@ -1,6 +1,7 @@
 // ReadySet and protocol::awaitSpanOnce: a waiter that saw a span satisfied in
 // a run waits on it again for free, and only there (same run, same
-// semaphores); a new run, another row or another producer is polled.
+// semaphores); a new run, another row or another producer is polled. And
+// protocol::spanReached: one poll of relaxed loads, no fence, no spinning.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -134,4 +135,38 @@ TEST(AwaitSpanOnce, ASatisfiedSpanSeenBeforeCostsNoLoadAndNoFence) {
   EXPECT_EQ(sems[1], 8u);
   waitRow(1, 2, 1);
   EXPECT_EQ(CountingBackend::loads, 0);
+}
+
+TEST(SpanReached, PollsOnceWithoutFencesAndNeverSpins) {
+  // 4 x 10 producer tiles (RowSync: a row is ready at 4 posts per run); a
+  // span over all 10 rows is more than one batch of relaxed loads.
+  Stage<policy::NoSync, policy::RowSync, HostMemory> prod("prod", Dim3(4, 10), Dim3(8, 8, 1));
+  Stage<policy::RowSync, policy::NoSync, HostMemory> cons("cons", Dim3(2, 10), Dim3(8, 8, 8));
+  pair(prod, cons);
+  const auto v = cons.view();
+  uint32_t* sems = prod.semaphores();
+  for (uint32_t r = 0; r < 10; ++r) sems[r] = 4;  // run 1 done
+  TileWork w;
+  w.run = 1;
+  w.valid = true;
+  auto reached = [&](const SemSpan& span) {
+    CountingBackend::reset();
+    const bool r = protocol::spanReached<CountingBackend>(v, w, span);
+    EXPECT_EQ(CountingBackend::fences, 0) << "the caller fences";
+    EXPECT_EQ(CountingBackend::spins, 0) << "a poll never spins";
+    return r;
+  };
+  EXPECT_TRUE(reached(spanOf(0, 10)));
+  EXPECT_EQ(CountingBackend::loads, 10);
+  EXPECT_TRUE(reached(SemSpan{}));
+  EXPECT_EQ(CountingBackend::loads, 0);
+  sems[9] = 3;  // the last row, in the second batch, one post short
+  EXPECT_FALSE(reached(spanOf(0, 10)));
+  EXPECT_TRUE(reached(spanOf(0, 9)));
+  sems[9] = 4;
+  w.run = 2;  // nothing of run 2 posted
+  EXPECT_FALSE(reached(spanOf(0, 10)));
+  EXPECT_LE(CountingBackend::loads, 8) << "the first batch already fails";
+  for (uint32_t r = 0; r < 10; ++r) sems[r] = 8;
+  EXPECT_TRUE(reached(spanOf(0, 10)));
 }

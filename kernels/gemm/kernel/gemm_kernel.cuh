@@ -6,7 +6,7 @@
 //   (kernel/mainloop.cuh): B, the cusync wait, then A (stages with
 //   ReorderTileLoads), or the wait, B, A. It takes the work units from the
 //   tile scheduler (schedule/) itself, or, where a stage waits on a producer,
-//   from a second thread that resolves the waits ahead of it
+//   from the warpgroup's second warp, which resolves the waits ahead of it
 //   (kernel/input_waits.cuh). Warpgroups 1 and 2 are consumers: each owns 64
 //   rows of a 128-row tile (or half the columns of a 64-row one), runs wgmma
 //   over the ring, lets the scheduler reduce split parts, then runs the fused
@@ -154,18 +154,24 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if constexpr (kWaits) {
-      if (threadIdx.x == 32) {
-        // The waiter: units into the queue, their k-blocks ready once their waits pass.
+      if (threadIdx.x / 32 == 1) {
+        // The waiter warp: lane 0 puts the units into the queue, the warp
+        // counts their k-blocks ready once their waits pass.
+        const bool taker = threadIdx.x == kSchedulerThread;
         uint32_t resolved = 0;
         for (uint32_t i = 0;; ++i) {
-          const Unit u = sched.next();
-          queue.push(i, u);
+          if (taker) queue.push(i, sched.next());
+          __syncwarp();
+          const Unit u = queue.entry(i);
           if (!u.w.valid) break;
           withStage(kp, u.stage, [&](auto, const auto& sp) {
             queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved, kp.flags.waitMemo);
           });
-          queue.awaitTicketPoint(i);
-          sched.atTicketPoint(u);
+          if (taker) {
+            queue.awaitTicketPoint(i);
+            sched.atTicketPoint(u);
+          }
+          __syncwarp();
         }
       }
     }

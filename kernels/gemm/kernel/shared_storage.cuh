@@ -27,7 +27,7 @@ template <size_t I>
 using KernelShapeOf = KernelShape<kTileConfigs[I].bm, kTileConfigs[I].bn, kTileConfigs[I].schedule,
                                   kTileConfigs[I].ringSlots>;
 
-// WaitQueue: whether the kernel has a waiter thread (input_waits.cuh), whose
+// WaitQueue: whether the kernel has a waiter warp (input_waits.cuh), whose
 // queue takes a few bytes beside the ring.
 template <class Shape, int TransB, bool WaitQueue_ = false>
 struct SharedStorage {
