@@ -22,8 +22,10 @@ pairs (3x3, C = K in {64, 128, 256, 512} at 56, 28, 14, 7) and stride-2
 transitions, and VGG-19's consecutive layer pairs at a 224 x 224 input.
 
 Each result is checked against a float32 reference before timing. Timing:
-CUDA events, warm-up, the median of --iters runs, inputs rotated over
-copies that together exceed twice the L2 cache. Modes: `eager` (Python
+CUDA events, warm-up, the median of --iters runs, the candidates of a shape
+(each mode, and each SDPA backend) interleaved run by run so that all see
+the same GPU clock states, inputs rotated over copies that together exceed
+twice the L2 cache. Modes: `eager` (Python
 launches, host time included where it exceeds the GPU's), `graph` (the
 block as a replayed CUDA graph), and the stage alone as a graph
 (`attention-graph`: the SDPA call; `layer1-graph`: the pair's first
@@ -72,22 +74,8 @@ def vgg_layers():
     return pairs
 
 
-def median_ms(torch, fn, iters, warmup=5):
-    for i in range(warmup):
-        fn(i)
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    stop = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        start[i].record()
-        fn(i)
-        stop[i].record()
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) for s, e in zip(start, stop))
-    return t[len(t) // 2]
-
-
-def graph_ms(torch, fn, iters, copies):
-    """Median ms of one replay of a graph that runs fn once per input copy."""
+def capture(torch, fn, copies):
+    """Replays of CUDA graphs that each run fn once, one graph per input copy: replay(i) runs copy i % copies."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -100,7 +88,32 @@ def graph_ms(torch, fn, iters, copies):
         with torch.cuda.graph(g):
             fn(i)
         graphs.append(g)
-    return median_ms(torch, lambda i: graphs[i % copies].replay(), iters)
+    return lambda i: graphs[i % copies].replay()
+
+
+def interleaved_ms(torch, fns, iters, warmup=3):
+    """Median ms of each fn(i), timed interleaved run by run: iteration i runs every fn once, back to back,
+    starting with fn i mod n, a CUDA event between consecutive runs. All see the same GPU clock states,
+    which under a power cap move with load and temperature (timed one after the other, the first after an
+    idle phase ran up to 10% faster)."""
+    n = len(fns)
+    for i in range(warmup):
+        for k in range(n):
+            fns[(i + k) % n](i)
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(iters * n + 1)]
+    who = []
+    events[0].record()
+    for i in range(iters):
+        for k in range(n):
+            c = (i + k) % n
+            fns[c](i)
+            who.append(c)
+            events[len(who)].record()
+    torch.cuda.synchronize()
+    per = [[] for _ in range(n)]
+    for j, c in enumerate(who):
+        per[c].append(events[j].elapsed_time(events[j + 1]))
+    return [sorted(t)[len(t) // 2] for t in per]
 
 
 def copies_for(bytes_per_copy, l2_bytes, most=64):
@@ -172,7 +185,8 @@ def attention_block(torch, model, M, L, args, l2, out_rows):
     pairs = M * L + M * (M + 1) // 2  # (query, key) pairs a causal block scores
     flops = 2 * M * hidden * 3 * h * d + 2 * M * h * d * hidden + 4 * h * d * pairs
     bytes_ = 2 * (hidden * 3 * h * d + h * d * hidden + 2 * h * (L + M) * d + 2 * M * hidden)
-    best = {}
+    # Every backend that takes this shape, checked, then all of them in all three modes timed together.
+    cands = []  # (backend name, mode, error, run)
     for name, backend, sdpa_kernel in sdpa_backends(torch) or [("default", None, None)]:
         try:
             def run(i, fn=block, backend=backend, sdpa_kernel=sdpa_kernel):
@@ -185,14 +199,18 @@ def attention_block(torch, model, M, L, args, l2, out_rows):
                 err = ((y - ref).norm() / ref.norm()).item()
                 if not err < 2e-2:
                     raise RuntimeError(f"relative error {err:.2e}")
-                eager = median_ms(torch, run, args.iters)
-                graph = graph_ms(torch, run, args.iters, n)
-                attn = graph_ms(torch, lambda i: run(i, attention_alone), args.iters, n)
+                mine = [(name, "eager", err, run), (name, "graph", err, capture(torch, run, n)),
+                        (name, "attention-graph", err, capture(torch, lambda i, run=run: run(i, attention_alone), n))]
         except Exception as e:  # a backend that does not take this shape
             print(f"[attention] {model} M={M} L={L} {name}: not used ({str(e).splitlines()[0][:120]})",
                   file=sys.stderr)
             continue
-        for mode, ms in (("eager", eager), ("graph", graph), ("attention-graph", attn)):
+        cands += mine
+    best = {}
+    if cands:
+        with torch.no_grad():
+            times = interleaved_ms(torch, [c[3] for c in cands], args.iters)
+        for (name, mode, err, _), ms in zip(cands, times):
             if mode not in best or ms < best[mode][0]:
                 best[mode] = (ms, name, err)
     if not best:
@@ -236,9 +254,8 @@ def conv_pair(torch, model, name, layers, batch, args, l2, out_rows):
         if not err < 2e-2:
             print(f"[conv] {model} {name} batch {batch}: check FAILED (relative error {err:.2e})", file=sys.stderr)
             return False
-        eager = median_ms(torch, chain, args.iters)
-        graph = graph_ms(torch, chain, args.iters, n)
-        first = graph_ms(torch, lambda i: chain(i, 1), args.iters, n)
+        eager, graph, first = interleaved_ms(
+            torch, [chain, capture(torch, chain, n), capture(torch, lambda i: chain(i, 1), n)], args.iters)
     flops = 0
     for c, k, h, r, stride in layers:
         ho = (h + 2 * (r // 2) - r) // stride + 1

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""tools/torch_baselines.py's interleaved timing, on a fake torch whose clock
+slows down as it runs (as a GPU's does under a power cap): every candidate's
+median is its own duration scaled by the clock of the runs it shared with the
+others, iteration i starts with candidate i mod n, and a candidate timed
+first no longer gets the fast clock alone."""
+import importlib.util
+import pathlib
+import sys
+import types
+
+root = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("torch_baselines", root / "tools" / "torch_baselines.py")
+tb = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tb)
+
+
+class FakeGpu:
+    def __init__(self):
+        self.now = 0.0
+        self.runs = 0
+
+    def run(self, duration):
+        # The clock slows from 1.0 to 0.8 over the first 200 runs and stays there.
+        slowdown = 1.0 + 0.25 * min(self.runs, 200) / 200
+        self.now += duration * slowdown
+        self.runs += 1
+
+
+gpu = FakeGpu()
+
+
+class Event:
+    def __init__(self, enable_timing=False):
+        assert enable_timing
+        self.t = None
+
+    def record(self):
+        self.t = gpu.now
+
+    def elapsed_time(self, end):
+        return end.t - self.t
+
+
+fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None))
+
+order = []
+
+
+def candidate(c, duration):
+    def fn(i):
+        order.append((i, c))
+        gpu.run(duration)
+    return fn
+
+
+durations = [1.0, 2.0, 3.0]
+iters = 300
+ms = tb.interleaved_ms(fake, [candidate(c, d) for c, d in enumerate(durations)], iters, warmup=3)
+
+failures = []
+timed = order[3 * len(durations):]
+for i in range(iters):
+    firsts = [c for (it, c) in timed[i * 3:(i + 1) * 3]]
+    if firsts != [(i + k) % 3 for k in range(3)]:
+        failures.append(f"iteration {i} ran {firsts}")
+        break
+# Past the slowdown every run takes 1.25 x its duration; the medians must all carry the same factor.
+factors = [m / d for m, d in zip(ms, durations)]
+if max(factors) - min(factors) > 1e-9 or abs(factors[0] - 1.25) > 1e-9:
+    failures.append(f"medians {ms} are not the durations {durations} under one clock (factors {factors})")
+if failures:
+    print("FAILED:", *failures, sep="\n  ")
+    sys.exit(1)
+print(f"ok: medians {ms} (durations {durations} at the same clock)")
