@@ -154,15 +154,21 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if constexpr (kWaits) {
-      if (threadIdx.x / 32 == 1) {
-        // The waiter warp: lane 0 puts the units into the queue, the warp
-        // counts their k-blocks ready once their waits pass.
+      // The waiter: a warp where a stage waits k-block by k-block, else
+      // thread 32 alone (no meetings per unit on short tiles).
+      constexpr bool kWaiterWarp = kernelWaitsPerKBlock<KP>();
+      if (kWaiterWarp ? threadIdx.x / 32 == 1 : threadIdx.x == 32) {
+        // Its lane 0 puts the units into the queue; it counts their k-blocks
+        // ready once their waits pass.
         const bool taker = threadIdx.x == kSchedulerThread;
         uint32_t resolved = 0;
         for (uint32_t i = 0;; ++i) {
-          if (taker) queue.push(i, sched.next());
-          __syncwarp();
-          const Unit u = queue.entry(i);
+          Unit u;
+          if (taker) queue.push(i, u = sched.next());
+          if constexpr (kWaiterWarp) {
+            __syncwarp();
+            u = queue.entry(i);
+          }
           if (!u.w.valid) break;
           withStage(kp, u.stage, [&](auto, const auto& sp) {
             queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved, kp.flags.waitMemo);
@@ -171,7 +177,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             queue.awaitTicketPoint(i);
             sched.atTicketPoint(u);
           }
-          __syncwarp();
+          if constexpr (kWaiterWarp) __syncwarp();
         }
       }
     }

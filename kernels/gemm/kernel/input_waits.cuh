@@ -1,8 +1,9 @@
 // Input waits off the loading thread. In a kernel whose stages wait on
-// producers, the producer warpgroup's second warp (the waiter warp, threads
-// 32-63) resolves the waits: its lane 0 takes the work units from the tile
+// producers, the producer warpgroup's second warp (threads 32-63, the waiter
+// warp; thread 32 alone where every stage waits at its walk's first step
+// only) resolves the waits: its lane 0 takes the work units from the tile
 // scheduler and hands them to the loading thread (thread 0) through a queue
-// of two; then the warp waits, through the stage's input policy, for the
+// of two; then the waiter waits, through the stage's input policy, for the
 // inputs of every k-block of the unit (gpu-scope acquires of the semaphores,
 // then the proxy fence that orders them before TMA loads) and counts the
 // k-blocks ready in shared memory. The loader checks that one counter before
@@ -108,7 +109,7 @@ class WaitQueue {
     return r;
   }
 
-  // Waiter warp (all 32 lanes, `resolved` the same in each): waits for the
+  // Waiter (all its lanes, `resolved` the same in each): waits for the
   // inputs of unit u's k-blocks, a stage tile of kRowsPerTile rows whose A is
   // read through ALoader, with the stage's parameters sp; `resolved` counts
   // k-blocks over all units. A policy that waits at the walk's first step

@@ -10,6 +10,7 @@
 
 #include "cusync/fused.h"
 #include "cusync/policy/no_sync.h"
+#include "cusync/policy/walk.h"
 #include "kernels/gemm/gemm.h"
 
 namespace cusync_gemm::detail {
@@ -146,6 +147,23 @@ template <class KP>
 constexpr bool kernelWaits() {
   bool w = !cusync::policy::isNoSync<typename StageViewOf<0, KP>::In>;
   if constexpr (KP::kStages == 2) w = w || !cusync::policy::isNoSync<typename StageViewOf<1, KP>::In>;
+  return w;
+}
+
+// Whether a stage's input policy waits k-block by k-block, not only at its
+// walk's first step (cusync::policy::waitsAtWalkStartOnly).
+template <class In>
+constexpr bool waitsPerKBlock() {
+  return !cusync::policy::isNoSync<In> && !cusync::policy::waitsAtWalkStartOnly<In>;
+}
+
+// Whether any stage of a kernel waits k-block by k-block: its waiter is a
+// warp that resolves 32 k-blocks at a time; otherwise one thread, which
+// resolves one span per unit (input_waits.cuh).
+template <class KP>
+constexpr bool kernelWaitsPerKBlock() {
+  bool w = waitsPerKBlock<typename StageViewOf<0, KP>::In>();
+  if constexpr (KP::kStages == 2) w = w || waitsPerKBlock<typename StageViewOf<1, KP>::In>();
   return w;
 }
 
