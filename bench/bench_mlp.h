@@ -9,7 +9,7 @@
 struct MlpBenchOptions {
   std::vector<std::string> models = {"gpt3", "llama"};
   std::vector<int64_t> tokens = {64, 256, 512, 1024, 1536, 2048, 3072, 4096};
-  std::vector<std::string> variants = {"nosync",   "pdl",          "rowsync", "rowsync:grouped", "tilesync",
+  std::vector<std::string> variants = {"nosync",   "pdl",          "rowsync", "rowsync:rowmajor", "tilesync",
                                        "tilesync:rowmajor", "fused", "cublas"};
   int iters = 30;
   std::string json = "mlp_bench.json", csv = "mlp_bench.csv";
@@ -18,7 +18,7 @@ struct MlpBenchOptions {
   std::string traceDir;  // non-empty: each variant's traced run, tile by tile, as DIR/MODEL-mM-VARIANT.csv
 };
 
-// Empty when `variant` (e.g. "rowsync:grouped@serial") names a variant, else why not.
+// Empty when `variant` (e.g. "rowsync:rowmajor@serial") names a variant, else why not.
 std::string mlpVariantError(const std::string& variant);
 
 // Exit status: 0 done, 1 a failure (a variant failed its check, an output

@@ -34,16 +34,15 @@ struct PairPlan {
   GemmPlan g1, g2;
 };
 
-// The tile order a variant uses when the caller asks for Order::Auto.
-//  - rowsync: row-major producer and consumer, so that whole producer rows
-//    finish in the first waves and the consumer's first tiles read them;
-//  - tilesync and pdl: the GEMM's own grouped order (bands of 8 row tiles
-//    walked by column; keeps the weights in L2); a TileSync consumer can
-//    start its k-loop on the producer's first column tiles.
-inline Order resolveOrder(Variant v, Order o) {
-  if (o != Order::Auto) return o;
-  return v == Variant::RowSync ? Order::RowMajor : Order::Grouped;
-}
+// The tile order a variant uses when the caller asks for Order::Auto: the
+// GEMM's own grouped order (bands of 8 row tiles walked by column), which
+// keeps the weights in L2. Row-major (Order::RowMajor) finishes whole
+// producer rows in the first waves, which a RowSync consumer could start on,
+// but re-streams the weights per row: on the H100 (2026-11-27, timed
+// interleaved) `rowsync` ran 1-30% slower row-major than grouped at 28 of the
+// 32 MLP points (GPT-3 and LLaMA, M = 64-4096, launches and graphs), tied
+// at 3 and won at one (LLaMA M = 2048 as graphs).
+inline Order resolveOrder(Variant, Order o) { return o != Order::Auto ? o : Order::Grouped; }
 
 inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms) {
   const Dims d = dims(model);

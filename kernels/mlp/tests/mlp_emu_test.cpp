@@ -184,7 +184,8 @@ TEST(MlpPlan, Geometry) {
   EXPECT_EQ(l.g1.args.config, cusync_gemm::resolveConfig(a1, kSms, cusync_gemm::LaunchContext::Stage));
   EXPECT_TRUE(l.g1.opts & NoAtomicAdd);
   const PairPlan g = planPair(Model::GPT3, 4096, Variant::RowSync, Order::Auto, kSms);
-  EXPECT_EQ(g.g1.order, Order::RowMajor);
+  EXPECT_EQ(g.g1.order, Order::Grouped) << "every variant's default order is the GEMM's grouped one";
+  EXPECT_EQ(planPair(Model::GPT3, 4096, Variant::RowSync, Order::RowMajor, kSms).g1.order, Order::RowMajor);
   EXPECT_EQ(g.g1.blocks, uint32_t(kSms));
   EXPECT_EQ(g.g1.ticketBlocks, cusync_gemm::ticketBlocks(g.g1.args, g.g1.args.config, kSms));
   const PairPlan one = planPair(Model::GPT3, 1, Variant::Pdl, Order::Auto, kSms);

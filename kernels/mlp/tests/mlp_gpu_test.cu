@@ -107,7 +107,7 @@ struct Case {
 };
 
 const Case kCases[] = {{Variant::NoSync, Order::Auto},   {Variant::Pdl, Order::Auto},
-                       {Variant::RowSync, Order::Auto},  {Variant::RowSync, Order::Grouped},
+                       {Variant::RowSync, Order::Auto},  {Variant::RowSync, Order::RowMajor},
                        {Variant::TileSync, Order::Auto}, {Variant::TileSync, Order::RowMajor},
                        {Variant::Fused, Order::Auto},    {Variant::Cublas, Order::Auto}};
 
