@@ -107,7 +107,10 @@ struct Timings {
 // Medians (ms) of candidates timed interleaved: iteration i runs every
 // candidate once, back to back, starting with candidate i % n, and each
 // interval between consecutive events is one run; `warmups` iterations run
-// untimed first. Interleaving gives every candidate the same share of the
+// untimed first. Each call passes the run's index in the whole sequence, so
+// that consecutive runs take consecutive operand copies, as back-to-back
+// runs of one candidate do: with the iteration's index, a candidate would
+// find in L2 the copy the candidate before it had just read. Interleaving gives every candidate the same share of the
 // GPU's clock states: timed one after the other, whichever candidate came
 // first after an idle phase ran up to 10% faster than the same kernels
 // timed later, at large compute-bound sizes (H100: SM clock between 1410 and
@@ -116,7 +119,9 @@ inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cud
   const size_t n = runs.size();
   Timings t{std::vector<double>(n, INFINITY), std::vector<std::string>(n)};
   if (n == 0) return t;
-  auto attempt = [&](size_t c, int i) {
+  int seq = 0;  // the run's index in the whole sequence
+  auto attempt = [&](size_t c, int) {
+    const int i = seq++;
     if (!t.errors[c].empty()) return;
     try {
       runs[c](i);

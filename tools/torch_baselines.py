@@ -22,10 +22,10 @@ pairs (3x3, C = K in {64, 128, 256, 512} at 56, 28, 14, 7) and stride-2
 transitions, and VGG-19's consecutive layer pairs at a 224 x 224 input.
 
 Each result is checked against a float32 reference before timing. Timing:
-CUDA events, warm-up, the median of --iters runs, the candidates of a shape
-(each mode, and each SDPA backend) interleaved run by run so that all see
-the same GPU clock states, inputs rotated over copies that together exceed
-twice the L2 cache. Modes: `eager` (Python
+CUDA events, warm-up, the median of --iters runs, the graph replays of a
+shape (each SDPA backend's block and SDPA call alone) interleaved run by run
+so that all see the same GPU clock states (eager runs, host-bound, are timed
+alone), inputs rotated over copies that together exceed twice the L2 cache. Modes: `eager` (Python
 launches, host time included where it exceeds the GPU's), `graph` (the
 block as a replayed CUDA graph), and the stage alone as a graph
 (`attention-graph`: the SDPA call; `layer1-graph`: the pair's first
@@ -93,20 +93,27 @@ def capture(torch, fn, copies):
 
 def interleaved_ms(torch, fns, iters, warmup=3):
     """Median ms of each fn(i), timed interleaved run by run: iteration i runs every fn once, back to back,
-    starting with fn i mod n, a CUDA event between consecutive runs. All see the same GPU clock states,
+    starting with fn i mod n, a CUDA event between consecutive runs, each fn called with the run's index
+    in the whole sequence (consecutive runs take consecutive input copies, so none finds in L2 the copy
+    the run before it read). All see the same GPU clock states,
     which under a power cap move with load and temperature (timed one after the other, the first after an
-    idle phase ran up to 10% faster)."""
+    idle phase ran up to 10% faster). For GPU-bound fns (graph replays) only: a host-bound one (eager
+    launches) leaves the GPU idle between its kernels, and the fn after it starts on an idle GPU. One fn
+    alone: back-to-back runs."""
     n = len(fns)
+    seq = 0  # each fn gets the run's index in the whole sequence: consecutive runs take consecutive input copies
     for i in range(warmup):
         for k in range(n):
-            fns[(i + k) % n](i)
+            fns[(i + k) % n](seq)
+            seq += 1
     events = [torch.cuda.Event(enable_timing=True) for _ in range(iters * n + 1)]
     who = []
     events[0].record()
     for i in range(iters):
         for k in range(n):
             c = (i + k) % n
-            fns[c](i)
+            fns[c](seq)
+            seq += 1
             who.append(c)
             events[len(who)].record()
     torch.cuda.synchronize()
@@ -185,8 +192,10 @@ def attention_block(torch, model, M, L, args, l2, out_rows):
     pairs = M * L + M * (M + 1) // 2  # (query, key) pairs a causal block scores
     flops = 2 * M * hidden * 3 * h * d + 2 * M * h * d * hidden + 4 * h * d * pairs
     bytes_ = 2 * (hidden * 3 * h * d + h * d * hidden + 2 * h * (L + M) * d + 2 * M * hidden)
-    # Every backend that takes this shape, checked, then all of them in all three modes timed together.
-    cands = []  # (backend name, mode, error, run)
+    # Every backend that takes this shape, checked and timed eager; then the graphs of all of them (the
+    # block and the SDPA call alone) timed together.
+    best = {}
+    cands = []  # (backend name, mode, error, replay)
     for name, backend, sdpa_kernel in sdpa_backends(torch) or [("default", None, None)]:
         try:
             def run(i, fn=block, backend=backend, sdpa_kernel=sdpa_kernel):
@@ -199,14 +208,16 @@ def attention_block(torch, model, M, L, args, l2, out_rows):
                 err = ((y - ref).norm() / ref.norm()).item()
                 if not err < 2e-2:
                     raise RuntimeError(f"relative error {err:.2e}")
-                mine = [(name, "eager", err, run), (name, "graph", err, capture(torch, run, n)),
+                eager = interleaved_ms(torch, [run], args.iters)[0]  # host-bound: timed alone
+                mine = [(name, "graph", err, capture(torch, run, n)),
                         (name, "attention-graph", err, capture(torch, lambda i, run=run: run(i, attention_alone), n))]
         except Exception as e:  # a backend that does not take this shape
             print(f"[attention] {model} M={M} L={L} {name}: not used ({str(e).splitlines()[0][:120]})",
                   file=sys.stderr)
             continue
         cands += mine
-    best = {}
+        if "eager" not in best or eager < best["eager"][0]:
+            best["eager"] = (eager, name, err)
     if cands:
         with torch.no_grad():
             times = interleaved_ms(torch, [c[3] for c in cands], args.iters)
@@ -254,8 +265,9 @@ def conv_pair(torch, model, name, layers, batch, args, l2, out_rows):
         if not err < 2e-2:
             print(f"[conv] {model} {name} batch {batch}: check FAILED (relative error {err:.2e})", file=sys.stderr)
             return False
-        eager, graph, first = interleaved_ms(
-            torch, [chain, capture(torch, chain, n), capture(torch, lambda i: chain(i, 1), n)], args.iters)
+        eager = interleaved_ms(torch, [chain], args.iters)[0]  # host-bound: timed alone
+        graph, first = interleaved_ms(
+            torch, [capture(torch, chain, n), capture(torch, lambda i: chain(i, 1), n)], args.iters)
     flops = 0
     for c, k, h, r, stride in layers:
         ho = (h + 2 * (r // 2) - r) // stride + 1

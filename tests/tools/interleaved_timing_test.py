@@ -2,8 +2,9 @@
 """tools/torch_baselines.py's interleaved timing, on a fake torch whose clock
 slows down as it runs (as a GPU's does under a power cap): every candidate's
 median is its own duration scaled by the clock of the runs it shared with the
-others, iteration i starts with candidate i mod n, and a candidate timed
-first no longer gets the fast clock alone."""
+others, iteration i starts with candidate i mod n, a candidate timed first no
+longer gets the fast clock alone, and consecutive runs take consecutive input
+copies."""
 import importlib.util
 import pathlib
 import sys
@@ -65,6 +66,11 @@ for i in range(iters):
     if firsts != [(i + k) % 3 for k in range(3)]:
         failures.append(f"iteration {i} ran {firsts}")
         break
+# Consecutive runs take consecutive input copies (the run's index in the whole sequence), so that no
+# run finds in L2 the copy the run before it read.
+indices = [it for (it, c) in order]
+if indices != list(range(len(order))):
+    failures.append(f"runs were passed indices {indices[:8]}..., not their place in the sequence")
 # Past the slowdown every run takes 1.25 x its duration; the medians must all carry the same factor.
 factors = [m / d for m, d in zip(ms, durations)]
 if max(factors) - min(factors) > 1e-9 or abs(factors[0] - 1.25) > 1e-9:
