@@ -47,6 +47,24 @@ struct CountingBackend : emu::HostBackend {
   static void onSpinDone() {}
 };
 
+// 4 x `rows` producer tiles (RowSync: a row is ready at 4 posts per run) and
+// a consumer of 2 x `rows` tiles reading whole producer rows.
+struct RowBands {
+  Stage<policy::NoSync, policy::RowSync, HostMemory> prod;
+  Stage<policy::RowSync, policy::NoSync, HostMemory> cons;
+  uint32_t rows;
+  explicit RowBands(uint32_t r)
+      : prod("prod", Dim3(4, r), Dim3(8, 8, 1)), cons("cons", Dim3(2, r), Dim3(8, 8, 8)), rows(r) {
+    pair(prod, cons);
+  }
+  // Every row of run 1 posted; the producer's semaphores.
+  uint32_t* runOneDone() {
+    uint32_t* sems = prod.semaphores();
+    for (uint32_t i = 0; i < rows; ++i) sems[i] = 4;
+    return sems;
+  }
+};
+
 }  // namespace
 
 TEST(ReadySet, HoldsWhatWasAddedInTheRun) {
@@ -93,14 +111,9 @@ TEST(ReadySet, SemaphoresPastItsCapacityAreAlwaysPolled) {
 }
 
 TEST(AwaitSpanOnce, ASatisfiedSpanSeenBeforeCostsNoLoadAndNoFence) {
-  // 4 x 3 producer tiles (RowSync: a row is ready at 4 posts per run), a
-  // consumer of 2 x 3 tiles reading whole producer rows.
-  Stage<policy::NoSync, policy::RowSync, HostMemory> prod("prod", Dim3(4, 3), Dim3(8, 8, 1));
-  Stage<policy::RowSync, policy::NoSync, HostMemory> cons("cons", Dim3(2, 3), Dim3(8, 8, 8));
-  pair(prod, cons);
-  const auto v = cons.view();
-  uint32_t* sems = prod.semaphores();
-  for (uint32_t r = 0; r < 3; ++r) sems[r] = 4;  // run 1 done
+  RowBands bands(3);
+  const auto v = bands.cons.view();
+  uint32_t* sems = bands.runOneDone();
   std::vector<uint32_t> words(ReadySet::kWords);
   ReadySet ready(words.data());
   ready.clear();
@@ -138,14 +151,9 @@ TEST(AwaitSpanOnce, ASatisfiedSpanSeenBeforeCostsNoLoadAndNoFence) {
 }
 
 TEST(SpanReached, PollsOnceWithoutFencesAndNeverSpins) {
-  // 4 x 10 producer tiles (RowSync: a row is ready at 4 posts per run); a
-  // span over all 10 rows is more than one batch of relaxed loads.
-  Stage<policy::NoSync, policy::RowSync, HostMemory> prod("prod", Dim3(4, 10), Dim3(8, 8, 1));
-  Stage<policy::RowSync, policy::NoSync, HostMemory> cons("cons", Dim3(2, 10), Dim3(8, 8, 8));
-  pair(prod, cons);
-  const auto v = cons.view();
-  uint32_t* sems = prod.semaphores();
-  for (uint32_t r = 0; r < 10; ++r) sems[r] = 4;  // run 1 done
+  RowBands bands(10);  // a span over all 10 rows is more than one batch of relaxed loads
+  const auto v = bands.cons.view();
+  uint32_t* sems = bands.runOneDone();
   TileWork w;
   w.run = 1;
   w.valid = true;
