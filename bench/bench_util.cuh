@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cusync/launch.h"
+#include "interleave.h"
 
 #define CUDA_OK(x)                                                                \
   do {                                                                            \
@@ -120,7 +121,7 @@ inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cud
   Timings t{std::vector<double>(n, INFINITY), std::vector<std::string>(n)};
   if (n == 0) return t;
   int seq = 0;  // the run's index in the whole sequence
-  auto attempt = [&](size_t c, int) {
+  auto attempt = [&](size_t c) {
     const int i = seq++;
     if (!t.errors[c].empty()) return;
     try {
@@ -129,19 +130,15 @@ inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cud
       t.errors[c] = e.what();
     }
   };
-  for (int i = 0; i < warmups; ++i)
-    for (size_t k = 0; k < n; ++k) attempt((i + k) % n, i);
-  std::vector<cudaEvent_t> ev(static_cast<size_t>(iters) * n + 1);
+  for (size_t c : interleavedOrder(n, warmups)) attempt(c);
+  const std::vector<size_t> who = interleavedOrder(n, iters);
+  std::vector<cudaEvent_t> ev(who.size() + 1);
   for (auto& e : ev) CUDA_OK(cudaEventCreate(&e));
-  std::vector<size_t> who(ev.size() - 1);
   CUDA_OK(cudaEventRecord(ev[0], s));
-  size_t at = 0;
-  for (int i = 0; i < iters; ++i)
-    for (size_t k = 0; k < n; ++k) {
-      who[at] = (i + k) % n;
-      attempt(who[at], i);
-      CUDA_OK(cudaEventRecord(ev[++at], s));
-    }
+  for (size_t j = 0; j < who.size(); ++j) {
+    attempt(who[j]);
+    CUDA_OK(cudaEventRecord(ev[j + 1], s));
+  }
   CUDA_OK(cudaStreamSynchronize(s));
   CUDA_OK(cudaGetLastError());
   std::vector<std::vector<float>> per(n);
