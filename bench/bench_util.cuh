@@ -105,17 +105,18 @@ struct Timings {
   std::vector<std::string> errors;
 };
 
-// Medians (ms) of candidates timed interleaved: iteration i runs every
-// candidate once, back to back, starting with candidate i % n, and each
-// interval between consecutive events is one run; `warmups` iterations run
-// untimed first. Each call passes the run's index in the whole sequence, so
-// that consecutive runs take consecutive operand copies, as back-to-back
-// runs of one candidate do: with the iteration's index, a candidate would
-// find in L2 the copy the candidate before it had just read. Interleaving gives every candidate the same share of the
-// GPU's clock states: timed one after the other, whichever candidate came
-// first after an idle phase ran up to 10% faster than the same kernels
-// timed later, at large compute-bound sizes (H100: SM clock between 1410 and
-// 1980 MHz under its 700 W cap).
+// Medians (ms) of candidates timed interleaved: each iteration runs every
+// candidate once, back to back, in an order drawn anew per iteration
+// (interleave.h), and each interval between consecutive events is one run;
+// `warmups` iterations run untimed first. Interleaving gives every candidate
+// the same share of the GPU's clock states: timed one after the other,
+// whichever candidate came first after an idle phase ran up to 10% faster
+// than the same kernels timed later, at large compute-bound sizes (H100: SM
+// clock between 1410 and 1980 MHz under its 700 W cap). Each call passes the
+// run's index in the whole sequence, so that consecutive runs take
+// consecutive operand copies, as back-to-back runs of one candidate do: with
+// the iteration's index, a candidate would find in L2 the copy the candidate
+// before it had just read.
 inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cudaStream_t s, int warmups = 3) {
   const size_t n = runs.size();
   Timings t{std::vector<double>(n, INFINITY), std::vector<std::string>(n)};
