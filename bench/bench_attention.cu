@@ -423,40 +423,28 @@ int benchAttention(const AttentionBenchOptions& o) {
         // baseline this bench times for real, its attention is the
         // reference), interleaved (bench::interleavedMediansMs).
         bench::Interleaved set(o.graph, s);
-        std::vector<std::pair<std::string, double*>> slots;
-        std::vector<size_t> rowOf;  // SIZE_MAX: a projection
-        auto add = [&](const std::string& name, const bench::Run& run, double* out, size_t row) {
-          try {
-            set.add(run, n);
-            slots.emplace_back(name, out);
-            rowOf.push_back(row);
-          } catch (const std::exception& e) {
-            report(where + " " + name + " (graph capture)", e);
+        auto failing = [&](const std::string& name, size_t row) {  // row SIZE_MAX: a projection
+          return [&, name, row](const char* phase, const std::string& what) {
+            report(where + " " + name + " (" + phase + ")", std::runtime_error(what));
             if (row != SIZE_MAX) shapeRows[row].ok = false, allOk = false;
-          }
+          };
         };
         for (size_t i = 0; i < variants.size(); ++i)
-          if (shapeRows[i].ok) add(variants[i]->name, runs[i], &shapeRows[i].ms, i);
+          if (shapeRows[i].ok) set.add(runs[i], n, &shapeRows[i].ms, failing(variants[i]->name, i));
         auto passed = [&](const char* name) {
           return std::any_of(shapeRows.begin(), shapeRows.end(), [&](const Row& r) { return r.variant == name && r.ok; });
         };
         if (passed("stream") && !oursQkv.empty()) {
-          add("our qkv", [&](int c) { cusync_gemm::gemm(oursQkv[c], s); }, &info.oursQkvMs, SIZE_MAX);
-          add("our wo", [&](int c) { cusync_gemm::gemm(oursWo[c], s); }, &info.oursWoMs, SIZE_MAX);
+          set.add([&](int c) { cusync_gemm::gemm(oursQkv[c], s); }, n, &info.oursQkvMs, failing("our qkv", SIZE_MAX));
+          set.add([&](int c) { cusync_gemm::gemm(oursWo[c], s); }, n, &info.oursWoMs, failing("our wo", SIZE_MAX));
         }
         if (passed("cublas")) {
-          add("cublas qkv", [&](int c) { cublas->qkvGemm().run(bufs[c].x, bufs[c].wqkv, bufs[c].qkv, s); },
-              &info.cublasQkvMs, SIZE_MAX);
-          add("cublas wo", [&](int c) { cublas->woGemm().run(bufs[c].attn, bufs[c].wo, bufs[c].out, s); },
-              &info.cublasWoMs, SIZE_MAX);
+          set.add([&](int c) { cublas->qkvGemm().run(bufs[c].x, bufs[c].wqkv, bufs[c].qkv, s); }, n,
+                  &info.cublasQkvMs, failing("cublas qkv", SIZE_MAX));
+          set.add([&](int c) { cublas->woGemm().run(bufs[c].attn, bufs[c].wo, bufs[c].out, s); }, n,
+                  &info.cublasWoMs, failing("cublas wo", SIZE_MAX));
         }
-        const bench::Timings t = set.time(o.iters);
-        for (size_t k = 0; k < slots.size(); ++k) {
-          *slots[k].second = t.ms[k];
-          if (t.errors[k].empty()) continue;
-          report(where + " " + slots[k].first + " (timing)", std::runtime_error(t.errors[k]));
-          if (rowOf[k] != SIZE_MAX) shapeRows[rowOf[k]].ok = false, allOk = false;
-        }
+        set.time(o.iters);
       }
 
       // Speedups of the block variants over the best baseline (the faster of cublas and stream).

@@ -346,41 +346,27 @@ int benchConv(const ConvBenchOptions& o) {
         // The pair's variants and each layer alone, interleaved
         // (bench::interleavedMediansMs).
         bench::Interleaved set(o.graph, s);
-        struct Slot {
-          std::string name;
-          double* out;
-          size_t variant;  // SIZE_MAX: a layer alone
-        };
-        std::vector<Slot> slots;
-        auto add = [&](const std::string& name, const bench::Run& run, double* out, size_t variant) {
-          try {
-            set.add(run, copies);
-            slots.push_back({name, out, variant});
-          } catch (const std::exception& e) {
-            report(ps.name + " batch " + std::to_string(batch) + " " + name + " (graph capture)", e);
+        auto failing = [&](const std::string& name, size_t variant) {  // variant SIZE_MAX: a layer alone
+          return [&, name, variant](const char* phase, const std::string& what) {
+            report(ps.name + " batch " + std::to_string(batch) + " " + name + " (" + phase + ")",
+                   std::runtime_error(what));
             if (variant != SIZE_MAX) ok[variant] = false, allOk = false;
-          }
+          };
         };
         for (size_t i = 0; i < variants.size(); ++i)
           if (ok[i])
-            add(variants[i]->name, [&, i](int c) { variants[i]->run(pairArgs(a1, a2, bufs[c]), env, s); }, &ms[i], i);
+            set.add([&, i](int c) { variants[i]->run(pairArgs(a1, a2, bufs[c]), env, s); }, copies, &ms[i],
+                    failing(variants[i]->name, i));
         for (int l = 0; l < 2; ++l)
           for (size_t j = 0; j < singles.size(); ++j)
             if (singleUsable(*singles[j]))
-              add("layer " + std::to_string(l + 1) + " " + singles[j]->name,
+              set.add(
                   [&, l, j](int c) {
                     const ConvPairArgs p = pairArgs(a1, a2, bufs[c]);
                     singles[j]->run(l == 0 ? p.first : p.second, env, s);
                   },
-                  &sms[l][j], SIZE_MAX);
-        const bench::Timings t = set.time(o.iters);
-        for (size_t k = 0; k < slots.size(); ++k) {
-          *slots[k].out = t.ms[k];
-          if (t.errors[k].empty()) continue;
-          report(ps.name + " batch " + std::to_string(batch) + " " + slots[k].name + " (timing)",
-                 std::runtime_error(t.errors[k]));
-          if (slots[k].variant != SIZE_MAX) ok[slots[k].variant] = false, allOk = false;
-        }
+                  copies, &sms[l][j], failing("layer " + std::to_string(l + 1) + " " + singles[j]->name, SIZE_MAX));
+        set.time(o.iters);
       }
 
       // Rows: the pair's variants against the best baseline, the layers against cuDNN.

@@ -329,32 +329,21 @@ int benchMlp(const MlpBenchOptions& o) {
         // (bench::interleavedMediansMs); a variant's graph holds one run,
         // captured after its check run prepared it.
         bench::Interleaved set(o.graph, s);
-        std::vector<size_t> at(specs.size(), SIZE_MAX);
         for (size_t i = 0; i < specs.size(); ++i) {
           if (!ok[i]) continue;
           const VariantSpec& sp = specs[i];
-          try {
-            at[i] = set.add([&, sp](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, 1);
-          } catch (const std::exception& e) {
-            std::fprintf(stderr, "[mlp] %s M=%lld %s (graph capture): %s\n", mname.c_str(), (long long)M,
-                         sp.name.c_str(), e.what());
-            ok[i] = false, allOk = false;
-          }
+          set.add([&, sp](int) { mlp.run(M, b, sp.v, s, sp.o, sp.pdl); }, 1, &ms[i],
+                  [&, i](const char* phase, const std::string& what) {
+                    std::fprintf(stderr, "[mlp] %s M=%lld %s (%s): %s\n", mname.c_str(), (long long)M,
+                                 specs[i].name.c_str(), phase, what.c_str());
+                    ok[i] = false, allOk = false;
+                  });
         }
-        const size_t g1 = set.add([&](int) { mlp.gemm1(M, b, s); }, 1);
-        const size_t g2 = set.add([&](int) { mlp.gemm2(M, b, s); }, 1);
-        const size_t cb1 = set.add([&](int) { mlp.cublasGemm1(M, b, s); }, 1);
-        const size_t cb2 = set.add([&](int) { mlp.cublasGemm2(M, b, s); }, 1);
-        const bench::Timings t = set.time(iters);
-        for (size_t i = 0; i < specs.size(); ++i) {
-          if (at[i] == SIZE_MAX) continue;
-          ms[i] = t.ms[at[i]];
-          if (t.errors[at[i]].empty()) continue;
-          std::fprintf(stderr, "[mlp] %s M=%lld %s (timing): %s\n", mname.c_str(), (long long)M, specs[i].name.c_str(),
-                       t.errors[at[i]].c_str());
-          ok[i] = false, allOk = false;
-        }
-        det.g1 = t.ms[g1], det.g2 = t.ms[g2], det.cb1 = t.ms[cb1], det.cb2 = t.ms[cb2];
+        set.add([&](int) { mlp.gemm1(M, b, s); }, 1, &det.g1);
+        set.add([&](int) { mlp.gemm2(M, b, s); }, 1, &det.g2);
+        set.add([&](int) { mlp.cublasGemm1(M, b, s); }, 1, &det.cb1);
+        set.add([&](int) { mlp.cublasGemm2(M, b, s); }, 1, &det.cb2);
+        set.time(iters);
         // Traced runs per variant, after timing (tracing adds a few stores per
         // tile): back to back, the last one analyzed.
         for (size_t i = 0; i < specs.size(); ++i) {

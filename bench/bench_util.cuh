@@ -159,28 +159,48 @@ inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cud
 
 // Candidates gathered for one interleaved timing: each rotates over its
 // operand copies, as back-to-back launches or, with `graph`, as replays of
-// one CUDA graph per copy (captured in add()).
+// one CUDA graph per copy (captured in add()). time() writes each
+// candidate's median where add() was told (INFINITY where a launch threw).
+// A candidate's `fail` hears of a capture or launch that threw, with the
+// phase ("graph capture" or "timing") and what was thrown; a capture that
+// throws for a candidate without one throws on out of add(), and the
+// candidate is not added.
 class Interleaved {
  public:
+  using Fail = std::function<void(const char* phase, const std::string& what)>;
   Interleaved(bool graph, cudaStream_t s) : graph_(graph), s_(s) {}
-  // Adds run(copy) over `copies` copies; returns its index in time()'s
-  // result. Throws what capturing its graphs threw (then nothing is added).
-  size_t add(const Run& run, int copies) {
+  // Adds run(copy) over `copies` copies, its median to go to *out.
+  void add(const Run& run, int copies, double* out, Fail fail = {}) {
     if (graph_) {
-      graphs_.push_back(std::make_unique<GraphReplays>(run, copies, s_));
+      try {
+        graphs_.push_back(std::make_unique<GraphReplays>(run, copies, s_));
+      } catch (const std::exception& e) {
+        if (!fail) throw;
+        fail("graph capture", e.what());
+        return;
+      }
       runs_.push_back([g = graphs_.back().get()](int i) { g->launch(i); });
     } else {
       runs_.push_back([run, copies](int i) { run(i % copies); });
     }
-    return runs_.size() - 1;
+    outs_.push_back(out);
+    fails_.push_back(std::move(fail));
   }
-  Timings time(int iters) const { return interleavedMediansMs(runs_, iters, s_); }
+  void time(int iters) const {
+    const Timings t = interleavedMediansMs(runs_, iters, s_);
+    for (size_t k = 0; k < runs_.size(); ++k) {
+      *outs_[k] = t.ms[k];
+      if (!t.errors[k].empty() && fails_[k]) fails_[k]("timing", t.errors[k]);
+    }
+  }
 
  private:
   bool graph_;
   cudaStream_t s_;
   std::vector<std::unique_ptr<GraphReplays>> graphs_;
   std::vector<Run> runs_;
+  std::vector<double*> outs_;
+  std::vector<Fail> fails_;
 };
 
 // Host time to enqueue one launch(i), in microseconds (mean over `iters`,

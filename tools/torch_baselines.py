@@ -25,10 +25,10 @@ Each result is checked against a float32 reference before timing. Timing:
 CUDA events, warm-up, the median of --iters runs, the graph replays of a
 shape (each SDPA backend's block and SDPA call alone) interleaved run by run
 so that all see the same GPU clock states (eager runs, host-bound, are timed
-alone), inputs rotated over copies that together exceed twice the L2 cache. Modes: `eager` (Python
-launches, host time included where it exceeds the GPU's), `graph` (the
-block as a replayed CUDA graph), and the stage alone as a graph
-(`attention-graph`: the SDPA call; `layer1-graph`: the pair's first
+alone), inputs rotated over copies that together exceed twice the L2 cache.
+Modes: `eager` (Python launches, host time included where it exceeds the
+GPU's), `graph` (the block as a replayed CUDA graph), and the stage alone as
+a graph (`attention-graph`: the SDPA call; `layer1-graph`: the pair's first
 convolution, cuDNN's time for one layer). Progress goes to stderr.
 Exit status: 0 done; 1 a check failed or a file could not be written;
 2 bad usage; 3 no PyTorch with a CUDA GPU here.
@@ -93,32 +93,26 @@ def capture(torch, fn, copies):
 
 def interleaved_ms(torch, fns, iters, warmup=3):
     """Median ms of each fn(i), timed interleaved run by run: iteration i runs every fn once, back to back,
-    starting with fn i mod n, a CUDA event between consecutive runs, each fn called with the run's index
-    in the whole sequence (consecutive runs take consecutive input copies, so none finds in L2 the copy
-    the run before it read). All see the same GPU clock states,
-    which under a power cap move with load and temperature (timed one after the other, the first after an
-    idle phase ran up to 10% faster). For GPU-bound fns (graph replays) only: a host-bound one (eager
-    launches) leaves the GPU idle between its kernels, and the fn after it starts on an idle GPU. One fn
-    alone: back-to-back runs."""
+    starting with fn i mod n, a CUDA event between consecutive runs, after `warmup` such iterations
+    untimed. Each fn is called with the run's index in the whole sequence, so consecutive runs take
+    consecutive input copies and none finds in L2 the copy the run before it read. All see the same GPU
+    clock states, which under a power cap move with load and temperature (timed one after the other, the
+    first after an idle phase ran up to 10% faster). For GPU-bound fns (graph replays) only: a host-bound
+    one (eager launches) leaves the GPU idle between its kernels, and the fn after it starts on an idle
+    GPU. One fn alone: back-to-back runs."""
     n = len(fns)
-    seq = 0  # each fn gets the run's index in the whole sequence: consecutive runs take consecutive input copies
-    for i in range(warmup):
-        for k in range(n):
-            fns[(i + k) % n](seq)
-            seq += 1
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(iters * n + 1)]
-    who = []
-    events[0].record()
-    for i in range(iters):
-        for k in range(n):
-            c = (i + k) % n
-            fns[c](seq)
-            seq += 1
-            who.append(c)
-            events[len(who)].record()
+    order = [(i + k) % n for i in range(warmup + iters) for k in range(n)]
+    timed = order[warmup * n:]
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(len(timed) + 1)]
+    for seq, c in enumerate(order):
+        if seq == warmup * n:
+            events[0].record()
+        fns[c](seq)
+        if seq >= warmup * n:
+            events[seq - warmup * n + 1].record()
     torch.cuda.synchronize()
     per = [[] for _ in range(n)]
-    for j, c in enumerate(who):
+    for j, c in enumerate(timed):
         per[c].append(events[j].elapsed_time(events[j + 1]))
     return [sorted(t)[len(t) // 2] for t in per]
 
