@@ -342,7 +342,7 @@ int benchAttention(const AttentionBenchOptions& o) {
         cublas = std::make_unique<bench::CublasAttentionBlock>(lt, Hd, model.heads, M, L);
         CUDA_OK(cudaMemcpyAsync(refKv, b0.kv, size_t(L) * rowBytes, cudaMemcpyDeviceToDevice, s));
         cublas->run({b0.x, b0.wqkv, b0.wo, refQkv, refKv, refAttn, refAttnF, refOut}, s);
-        CUDA_OK(cudaStreamSynchronize(s));
+        bench::drain(s, where + " the cuBLAS reference");
       } catch (const std::exception& e) {
         report(where + " the cuBLAS reference", e);
         cublas.reset();
@@ -397,7 +397,7 @@ int benchAttention(const AttentionBenchOptions& o) {
             else CUDA_OK(cudaMemsetAsync(b0.q, 0xFF, size_t(M * W) * 2, s));
           }
           runs[i](0);
-          CUDA_OK(cudaStreamSynchronize(s));
+          bench::drain(s, where + " " + name + " (check)");
           CUDA_OK(cudaGetLastError());
           r.errAttn = relErr(b0.attn, refAttnF, M * W, s);
           double err = r.errAttn;
@@ -490,7 +490,7 @@ int benchAttention(const AttentionBenchOptions& o) {
       rows.insert(rows.end(), shapeRows.begin(), shapeRows.end());
       infos.push_back(info);
       // The blocks (their stages' memory) and the buffers go once the GPU is done with them.
-      CUDA_OK(cudaStreamSynchronize(s));
+      bench::drain(s, where + " (the end of the shape)");
     }
   }
 

@@ -314,7 +314,7 @@ int benchConv(const ConvBenchOptions& o) {
           CUDA_OK(cudaMemsetAsync(bufs[0].h, 0xFF, hB, s));  // NaN: a result must be written to pass
           CUDA_OK(cudaMemsetAsync(bufs[0].y, 0xFF, yB, s));
           v.run(run0, env, s);
-          CUDA_OK(cudaStreamSynchronize(s));
+          bench::drain(s, ps.name + " batch " + std::to_string(batch) + " " + v.name + " (check)");
           CUDA_OK(cudaGetLastError());
           if (v.name == "cudnn" || !yCudnn) {
             err[i] = errVsReference(bufs[0].y);

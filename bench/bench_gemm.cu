@@ -184,7 +184,7 @@ int benchGemm(const GemmBenchOptions& o) {
       CUDA_OK(cudaMemcpy(dRows, rows.data(), R * sizeof(int), cudaMemcpyHostToDevice));
       refRows<<<dim3((N + 127) / 128, R), 128, 0, s>>>((const __nv_bfloat16*)A[0], (const __nv_bfloat16*)B[0], dRows,
                                                         dD, R, (int)N, (int)K);
-      CUDA_OK(cudaStreamSynchronize(s));
+      bench::drain(s, "the reference rows");
       std::vector<float> ref((size_t)R * N);
       CUDA_OK(cudaMemcpy(ref.data(), dD, ref.size() * 4, cudaMemcpyDeviceToHost));
       const std::vector<float> o = bench::downloadBf16(C[0], M * N), c2 = bench::downloadBf16(C2[0], M * N);
@@ -229,7 +229,7 @@ int benchGemm(const GemmBenchOptions& o) {
         GemmArgs a = g;
         a.A = A[0], a.B = B[0], a.C = C[0], a.trace = dT;
         gemm(a, s);
-        CUDA_OK(cudaStreamSynchronize(s));
+        bench::drain(s, "a traced run");
         std::vector<TileTrace> tr(nt);
         CUDA_OK(cudaMemcpy(tr.data(), dT, nt * sizeof(TileTrace), cudaMemcpyDeviceToHost));
         cudaFree(dT);

@@ -269,7 +269,7 @@ int benchMlp(const MlpBenchOptions& o) {
     bench::fillRandomBf16(X, maxM * d.K1, 3, 1.f, s);
     bench::fillRandomBf16(W1, d.N1 * d.K1, 4, 1.7f / std::sqrt(float(d.K1)), s);
     bench::fillRandomBf16(W2, d.N2 * d.K2, 5, 1.7f / std::sqrt(float(d.K2)), s);
-    CUDA_OK(cudaStreamSynchronize(s));
+    bench::drain(s, "filling the operands");
     Mlp mlp(model, maxM);
     const Buffers b{X, W1, H, W2, Y};
     // Per-tile trace buffers, sized for the smallest tiles (64 x 128).
@@ -290,7 +290,7 @@ int benchMlp(const MlpBenchOptions& o) {
                    specs.size());
       // Reference: the cuBLAS pipeline.
       mlp.run(M, b, Variant::Cublas, s);
-      CUDA_OK(cudaStreamSynchronize(s));
+      bench::drain(s, mname + " M=" + std::to_string(M) + " the cuBLAS reference");
       const std::vector<float> ref = bench::downloadBf16(Y, M * d.N2);
       std::vector<double> err(specs.size());
       std::vector<bool> ok(specs.size());
@@ -299,7 +299,7 @@ int benchMlp(const MlpBenchOptions& o) {
           CUDA_OK(cudaMemsetAsync(Y, 0xFF, M * d.N2 * 2, s));
           CUDA_OK(cudaMemsetAsync(H, 0xFF, M * d.K2 * 2, s));
           mlp.run(M, b, specs[i].v, s, specs[i].o, specs[i].pdl);
-          CUDA_OK(cudaStreamSynchronize(s));
+          bench::drain(s, mname + " M=" + std::to_string(M) + " " + specs[i].name + " (check)");
           CUDA_OK(cudaGetLastError());
           err[i] = relErr(bench::downloadBf16(Y, M * d.N2), ref);
         } catch (const std::exception& e) {
@@ -352,13 +352,13 @@ int benchMlp(const MlpBenchOptions& o) {
             CUDA_OK(cudaMemsetAsync(tr1[r], 0, traceN1 * sizeof(cusync_gemm::TileTrace), s));
             CUDA_OK(cudaMemsetAsync(tr2[r], 0, traceN2 * sizeof(cusync_gemm::TileTrace), s));
           }
-          CUDA_OK(cudaStreamSynchronize(s));
+          bench::drain(s, "clearing the traces");
           for (int r = 0; r < kTracedRuns; ++r) {
             Buffers bt = b;
             bt.trace1 = tr1[r], bt.trace2 = tr2[r];
             mlp.run(M, bt, specs[i].v, s, specs[i].o, specs[i].pdl);
           }
-          CUDA_OK(cudaStreamSynchronize(s));
+          bench::drain(s, mname + " M=" + std::to_string(M) + " " + specs[i].name + " (traced runs)");
           auto download = [&](const cusync_gemm::TileTrace* d, size_t n) {
             std::vector<cusync_gemm::TileTrace> h(n);
             CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(h[0]), cudaMemcpyDeviceToHost));

@@ -19,6 +19,7 @@
 
 #include "cusync/launch.h"
 #include "interleave.h"
+#include "watchdog.h"
 
 #define CUDA_OK(x)                                                                \
   do {                                                                            \
@@ -30,6 +31,37 @@
   } while (0)
 
 namespace bench {
+
+// A stream that did not drain within hangLimitSeconds() (watchdog.h): says
+// what hangs and exits with status 4 at once; exit handlers are skipped,
+// since those that free device memory would wait for the hung kernel.
+[[noreturn]] inline void exitOnHang(const std::string& what) {
+  std::fprintf(stderr,
+               "cusync-bench: %s did not finish within %d s: a kernel hangs (its waits never end, or it never "
+               "gets the SMs it waits for); exiting ends it\n",
+               what.c_str(), hangLimitSeconds());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(4);
+}
+
+// Whether everything enqueued on s finished within hangLimitSeconds().
+inline bool drainedInTime(cudaStream_t s) {
+  return pollUntil(
+      [&] {
+        const cudaError_t e = cudaStreamQuery(s);
+        if (e == cudaErrorNotReady) return false;
+        CUDA_OK(e);
+        return true;
+      },
+      std::chrono::milliseconds(1000LL * hangLimitSeconds()));
+}
+
+// cudaStreamSynchronize with the watchdog: waits for everything enqueued on
+// s, or exits (exitOnHang) naming `what`.
+inline void drain(cudaStream_t s, const std::string& what) {
+  if (!drainedInTime(s)) exitOnHang(what);
+}
 
 // Median over `iters` back-to-back launches of launch(i) on stream s, after
 // `warmups` untimed ones; each interval between consecutive events is one launch.
@@ -43,7 +75,7 @@ double medianMs(F&& launch, int iters, cudaStream_t s, int warmups = 5) {
     launch(i);
     CUDA_OK(cudaEventRecord(ev[i + 1], s));
   }
-  CUDA_OK(cudaStreamSynchronize(s));
+  drain(s, "a timing");
   CUDA_OK(cudaGetLastError());
   std::vector<float> t(iters);
   for (int i = 0; i < iters; ++i) CUDA_OK(cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]));
@@ -117,7 +149,10 @@ struct Timings {
 // consecutive operand copies, as back-to-back runs of one candidate do: with
 // the iteration's index, a candidate would find in L2 the copy the candidate
 // before it had just read.
-inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cudaStream_t s, int warmups = 3) {
+// A run that does not finish ends the process (exitOnHang), after
+// hung(candidate) has named it where given.
+inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cudaStream_t s, int warmups = 3,
+                                    const std::function<void(size_t)>& hung = {}) {
   const size_t n = runs.size();
   Timings t{std::vector<double>(n, INFINITY), std::vector<std::string>(n)};
   if (n == 0) return t;
@@ -140,7 +175,17 @@ inline Timings interleavedMediansMs(const std::vector<Run>& runs, int iters, cud
     attempt(who[j]);
     CUDA_OK(cudaEventRecord(ev[j + 1], s));
   }
-  CUDA_OK(cudaStreamSynchronize(s));
+  if (!drainedInTime(s)) {
+    // The warm-up runs precede marker 0; where it is not reached, they hang.
+    const bool warm = cudaEventQuery(ev[0]) == cudaSuccess;
+    const size_t j = warm ? firstUnfinishedRun(who.size(), [&](size_t m) { return cudaEventQuery(ev[m]) == cudaSuccess; })
+                          : who.size();
+    if (j < who.size() && hung) hung(who[j]);
+    exitOnHang(j < who.size() ? "run " + std::to_string(j + 1) + " of " + std::to_string(who.size()) +
+                                    " of an interleaved timing (candidate " + std::to_string(who[j] + 1) + " of " +
+                                    std::to_string(n) + ")"
+                              : std::string("the warm-up of an interleaved timing"));
+  }
   CUDA_OK(cudaGetLastError());
   std::vector<std::vector<float>> per(n);
   for (size_t j = 0; j < who.size(); ++j) {
@@ -187,7 +232,9 @@ class Interleaved {
     fails_.push_back(std::move(fail));
   }
   void time(int iters) const {
-    const Timings t = interleavedMediansMs(runs_, iters, s_);
+    const Timings t = interleavedMediansMs(runs_, iters, s_, 3, [&](size_t k) {
+      if (fails_[k]) fails_[k]("timing", "this candidate's run did not finish: it hangs");
+    });
     for (size_t k = 0; k < runs_.size(); ++k) {
       *outs_[k] = t.ms[k];
       if (!t.errors[k].empty() && fails_[k]) fails_[k]("timing", t.errors[k]);
@@ -208,11 +255,11 @@ class Interleaved {
 // launch, back-to-back timings measure the host, not the kernel.
 template <class F>
 double hostUsPerLaunch(F&& launch, int iters, cudaStream_t s) {
-  CUDA_OK(cudaStreamSynchronize(s));
+  drain(s, "the work before a host-time measurement");
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) launch(i);
   const auto t1 = std::chrono::steady_clock::now();
-  CUDA_OK(cudaStreamSynchronize(s));
+  drain(s, "a host-time measurement");
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
 }
 

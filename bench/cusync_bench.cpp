@@ -10,6 +10,7 @@
 #include "bench_gemm.h"
 #include "bench_mlp.h"
 #include "cusync_cli.h"
+#include "watchdog.h"
 
 namespace {
 
@@ -18,9 +19,20 @@ using cusync_cli::oneOf;
 using cusync_cli::wholeNumber;
 using cusync_cli::writableFile;
 
+// --hang-timeout, on every command.
+void addHangTimeout(CLI::App* c) {
+  c->add_option("--hang-timeout", bench::hangLimitSeconds(),
+                "seconds the GPU may take to finish what one check or timing enqueued before the run counts as\n"
+                "hung: the benchmark names it and exits with status 4 (1 to 86400)")
+      ->transform(wholeNumber(1, 86400))
+      ->type_name("S")
+      ->capture_default_str();
+}
+
 const char* kExitStatus =
     "Exit status: 0 done; 1 a failure (a result failed its check against cuBLAS, cuDNN or the reference, an output\n"
-    "file could not be written, a CUDA or cuDNN error); 2 bad usage; 3 no CUDA GPU here, or not a Hopper GPU (sm_90).";
+    "file could not be written, a CUDA or cuDNN error); 2 bad usage; 3 no CUDA GPU here, or not a Hopper GPU (sm_90);\n"
+    "4 a run on the GPU did not finish within --hang-timeout seconds (a hang: the message names the run).";
 
 std::string join(const std::vector<std::string>& names) {
   std::string s;
@@ -65,10 +77,11 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
   c->add_flag("--trace", o.trace,
               "after each row, one traced launch of ours: per-tile MMA time, epilogue and the gap before the\n"
               "next tile (medians), and the launch's start: block start to its first ticket and first MMA");
+  addHangTimeout(c);
   c->footer("Environment switches of the GEMM, for A/B runs of one binary:\n" + gemmEnvSwitches() + kExitStatus);
 }
 
-// --iters, --json and --csv of the pipeline benchmarks (mlp, conv).
+// --iters, --json, --csv and --hang-timeout of the pipeline benchmarks (mlp, conv, attention).
 void addRunOptions(CLI::App* c, int& iters, std::string& json, std::string& csv) {
   c->add_option("--iters", iters, "timed runs per median (1 to 100000)")
       ->transform(wholeNumber(1, 100000))
@@ -76,6 +89,7 @@ void addRunOptions(CLI::App* c, int& iters, std::string& json, std::string& csv)
       ->capture_default_str();
   c->add_option("--json", json, "results as JSON")->check(writableFile())->type_name("FILE")->capture_default_str();
   c->add_option("--csv", csv, "results as CSV")->check(writableFile())->type_name("FILE")->capture_default_str();
+  addHangTimeout(c);
 }
 
 // --variant: names from `names`, comma separated, or all.
