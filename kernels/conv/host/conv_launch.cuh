@@ -39,8 +39,8 @@ constexpr bool kBuiltForConv = [] {
 // resolved) with A through the im2col map and B the KRSC filter as [K, R S C].
 template <class Shape, class View>
 StageParams<bf16, View> buildConvStageParams(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View& view,
-                                             uint32_t blocks, cudaStream_t s, bool evictFirstAllowed) {
-  StageParams<bf16, View> sp = gd::buildStageCommon<Shape, bf16>(g, view, blocks, s, evictFirstAllowed);
+                                             uint32_t blocks, bool evictFirstAllowed) {
+  StageParams<bf16, View> sp = gd::buildStageCommon<Shape, bf16>(g, view, blocks, evictFirstAllowed);
   sp.tmA = makeIm2colMap(a, Shape::BM);
   sp.tmB = gd::makeTensorMap2D(a.w, true, static_cast<uint64_t>(a.R) * a.S * a.C, a.K, gd::kBK,
                                gd::kBRowsPerBlock<Shape>);
@@ -63,7 +63,7 @@ void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View&
         } else {
           gd::dispatchEpilogueFn<Shape>(ConvEpilogues{}, g, [&](auto e) {
             gd::launchStageKernel<Shape, bf16, 0, decltype(e)::value, Im2colA>(
-                buildConvStageParams<Shape>(a, g, view, blocks, base.stream, flags.bEvictFirst), blocks, base,
+                buildConvStageParams<Shape>(a, g, view, blocks, flags.bEvictFirst), blocks, base,
                 flags);
           });
         }

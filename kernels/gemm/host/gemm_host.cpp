@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cusync/error.h"
+#include "cusync/memory.h"
 #include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/host/launch_host.h"
@@ -202,7 +203,7 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
   return m;
 }
 
-SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems, cudaStream_t stream) {
+SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems) {
   struct Entry {
     SplitBuffers b;
     size_t flagsCount = 0, partialElems = 0;
@@ -226,7 +227,18 @@ SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint
   cudaError_t e = cudaMalloc(&p, head + np * 4);
   cudaThreadExchangeStreamCaptureMode(&mode);
   if (e != cudaSuccess) throwCuda(e, "cudaMalloc(split-K workspace)");
-  if (cudaError_t z = cudaMemsetAsync(p, 0, head, stream); z != cudaSuccess) throwCuda(z, "cudaMemsetAsync(split-K workspace)");
+  // The counter and flags are zeroed now, on a stream of their own. On the
+  // launch's stream the memset would be recorded into a graph being captured
+  // there instead of run, and until that graph's first replay the buffers
+  // would hold what the allocation held: a launch outside the graph, or a
+  // later stage that inherits the entry (its ticket counter at a freed
+  // stage's address), would start from a stale unit counter and hang.
+  try {
+    cusync::DeviceMemory::zero(p, head);
+  } catch (const cusync::Error& z) {
+    cudaFree(p);
+    throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", std::string("zeroing the split-K workspace: ") + z.what());
+  }
   unsigned char* b = static_cast<unsigned char*>(p);
   en.b.counter = reinterpret_cast<unsigned long long*>(b);
   en.b.flags = reinterpret_cast<uint32_t*>(b + 256);

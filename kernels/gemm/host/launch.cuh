@@ -48,12 +48,12 @@ void prepareKernel(K* k, int smem, std::atomic<uint64_t>& prepared) {
 // Split K: the parts per split tile, the leading whole tiles, and the
 // stage's workspace for a launch of `a` (config resolved) with `blocks` blocks.
 template <class Shape, class View>
-ScheduleParams splitParams(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s) {
+ScheduleParams splitParams(const GemmArgs& a, const View& view, uint32_t blocks) {
   const int sms = currentDevice().sms;
   const uint32_t S = splitCount(a, a.config, sms);
   const uint32_t whole = S > 1 ? unsplitTiles(a, a.config, sms) : view.numTiles;
   const uint32_t split = view.numTiles - whole;
-  const SplitBuffers w = splitBuffers(view.tickets, split, S, Shape::BM * Shape::BN, s);
+  const SplitBuffers w = splitBuffers(view.tickets, split, S, Shape::BM * Shape::BN);
   ScheduleParams sp{};
   sp.counter = w.counter;
   sp.flags = w.flags;
@@ -68,12 +68,12 @@ ScheduleParams splitParams(const GemmArgs& a, const View& view, uint32_t blocks,
 // KCut: the group count and one partial slot and two flags per block (each
 // block writes at most one partial, for the first unit of its range).
 template <class Shape, class View>
-ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s) {
+ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks) {
   const uint32_t groups = kCutGroups(a, a.config, currentDevice().sms);
   if (groups * view.shape.grid.y != blocks)
     throw cusync::Error(cusync::ErrorCode::GridMismatch, "gemm",
                         "a KCut launch needs one block per 128-row band in each group (persistentBlocks)");
-  const SplitBuffers w = splitBuffers(view.tickets, blocks, 2, Shape::BM * Shape::BN, s);
+  const SplitBuffers w = splitBuffers(view.tickets, blocks, 2, Shape::BM * Shape::BN);
   ScheduleParams sp{};
   sp.flags = w.flags;
   sp.partials = w.partials;
@@ -85,7 +85,7 @@ ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks, 
 // `blocks` blocks, all but the tensor maps of A and B: C's map, workspaces,
 // and for a stage that waits the weights its units prefetch while waiting.
 template <class Shape, class T, class View>
-StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s,
+StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint32_t blocks,
                                       bool evictFirstAllowed) {
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   StageParams<T, View> sp{};
@@ -102,8 +102,8 @@ StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint3
   sp.view = view;
   sp.bEvictFirst = evictFirstAllowed && weightsEvictFirst(a.M, a.K);
   if constexpr (Shape::kSchedule == Schedule::SplitK || Shape::kSchedule == Schedule::TailSplit)
-    sp.sched = splitParams<Shape>(a, view, blocks, s);
-  if constexpr (Shape::kSchedule == Schedule::KCut) sp.sched = kCutParams<Shape>(a, view, blocks, s);
+    sp.sched = splitParams<Shape>(a, view, blocks);
+  if constexpr (Shape::kSchedule == Schedule::KCut) sp.sched = kCutParams<Shape>(a, view, blocks);
   if constexpr (!cusync::policy::isNoSync<typename View::In>)
     sp.prefetchKBlocks = prefetchKBlocks(static_cast<uint64_t>((a.K + kBK - 1) / kBK),
                                          static_cast<uint64_t>(Shape::BN) * kBK * sizeof(T),
@@ -118,10 +118,10 @@ constexpr int kBRowsPerBlock = Shape::kSchedule == Schedule::ClusterPair ? Shape
 
 // The same with the GEMM's own tensor maps of A (row-major [M, K], read by TmaTileA) and B.
 template <class Shape, class T, int TB, class View>
-StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint32_t blocks, cudaStream_t s,
+StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint32_t blocks,
                                       bool evictFirstAllowed) {
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
-  StageParams<T, View> sp = buildStageCommon<Shape, T>(a, view, blocks, s, evictFirstAllowed);
+  StageParams<T, View> sp = buildStageCommon<Shape, T>(a, view, blocks, evictFirstAllowed);
   sp.tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, Shape::BM);
   // [K, N]: 64-column boxes, a pair's blocks each loading half of them.
   sp.tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRowsPerBlock<Shape>)
@@ -171,7 +171,7 @@ template <class Shape, class T, int TB, Epilogue E, class View>
 void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cudaLaunchConfig_t& base,
                   const KernelFlags& flags) {
   launchStageKernel<Shape, T, TB, E, TmaTileA>(
-      buildStageParams<Shape, T, TB>(a, view, blocks, base.stream, flags.bEvictFirst), blocks, base, flags);
+      buildStageParams<Shape, T, TB>(a, view, blocks, flags.bEvictFirst), blocks, base, flags);
 }
 
 // A kernel whose stages wait on inputs runs its waiter as waiterChoice() says.
@@ -190,8 +190,8 @@ void launchFusedKernel(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, con
                 "fused stages run whole tiles or 64-row split tiles");
   constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
   KP kp{};
-  kp.s0 = buildStageParams<Shape, T, TB>(a0, v0, blocks, base.stream, true);
-  kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, blocks, base.stream, true);
+  kp.s0 = buildStageParams<Shape, T, TB>(a0, v0, blocks, true);
+  kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, blocks, true);
   kp.fused = f;
   kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
   applyWaiterChoice(kp.flags);

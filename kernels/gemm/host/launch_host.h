@@ -56,14 +56,16 @@ WaiterChoice waiterChoice();
 
 [[noreturn]] void throwCuda(cudaError_t e, const char* what);
 
-// Split-K buffers of one stage (key: its ticket counter), grown on demand and
-// zeroed on `stream` when (re)allocated; never freed.
+// Split-K buffers of one stage (key: its ticket counter), grown on demand,
+// their counter and flags zeroed before the call returns (also while a
+// stream is being captured); never freed. Every completed run leaves them
+// zero, so a stage that inherits an entry (its ticket counter at the address
+// of a freed stage's) starts clean.
 struct SplitBuffers {
   unsigned long long* counter = nullptr;
   uint32_t* flags = nullptr;  // 8 per split tile (per warpgroup: 2 used; per warp slab: 8)
   float* partials = nullptr;  // split tiles x (splits - 1) x tileElems
 };
-SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems,
-                          cudaStream_t stream);
+SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems);
 
 }  // namespace cusync_gemm::detail
