@@ -23,6 +23,7 @@
 #include "kernels/baseline/cublaslt_gemm.h"
 #include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/mlp/mlp.h"
 
 using namespace cusync_gemm;
 
@@ -47,6 +48,26 @@ __global__ void fillRandom(__nv_bfloat16* p, size_t n, uint64_t seed, float scal
     const float u = (float)(x >> 40) / (float)(1u << 24) * 2.f - 1.f;
     p[i] = __float2bfloat16(u * scale);
   }
+}
+
+// The epilogue of a run: identity, GELU (tanh form) or SwiGLU over gate/up
+// columns interleaved in blocks of 8 (cusync_gemm::swigluInterleavedRow).
+enum class BenchEpilogue { Identity, Gelu, SwiGLU };
+
+double geluRef(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+double siluRef(double x) { return x / (1 + std::exp(-x)); }
+
+// Output n of a reference row d (N pre-activation values) under epilogue e.
+double epilogueRef(BenchEpilogue e, const float* d, int64_t n) {
+  switch (e) {
+    case BenchEpilogue::Identity: return d[n];
+    case BenchEpilogue::Gelu: return geluRef(d[n]);
+    case BenchEpilogue::SwiGLU: {
+      const int64_t q = n / 8, r = n % 8;
+      return siluRef(d[16 * q + r]) * d[16 * q + 8 + r];
+    }
+  }
+  return NAN;
 }
 
 // Reference rows: D[r][n] = sum_k A[rows[r]][k] * B[n][k] in fp32.
@@ -93,6 +114,10 @@ int benchGemm(const GemmBenchOptions& o) {
   const int iters = o.iters;
   const std::string& csv = o.csv;
   const bool traceStats = o.trace;
+  const BenchEpilogue epi = o.epilogue == "gelu"     ? BenchEpilogue::Gelu
+                            : o.epilogue == "swiglu" ? BenchEpilogue::SwiGLU
+                                                     : BenchEpilogue::Identity;
+  const std::string epiName = o.epilogue;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "cusync-bench gemm: needs a CUDA GPU; without one, run the tests: ctest --test-dir build -L cpu\n");
@@ -108,7 +133,7 @@ int benchGemm(const GemmBenchOptions& o) {
   }
   std::ofstream out(csv);
   out << bench::csvRow({"shape", "M", "N", "K", "config", "ours_ms", "cublas_ms", "ours_tflops", "cublas_tflops",
-                        "ratio", "ours_err", "cublas_err", "ours_host_us", "cublas_host_us", "cublas_algo"})
+                        "ratio", "ours_err", "cublas_err", "ours_host_us", "cublas_host_us", "cublas_algo", "epilogue"})
       << std::flush;
   if (!out) {
     std::fprintf(stderr, "cusync-bench gemm: cannot write %s: %s\n", csv.c_str(), std::strerror(errno));
@@ -117,6 +142,11 @@ int benchGemm(const GemmBenchOptions& o) {
   std::printf("%-11s %5s %6s %6s %10s %9s %9s %8s %8s %7s %9s %9s %6s %6s\n", "shape", "M", "N", "K", "config",
               "ours_ms", "cublas_ms", "ours_TF", "cublas_TF", "ratio", "ours_err", "cublas_err", "host", "hostC");
   std::printf("  (last column: cuBLASLt's algorithm id, tile in its column-major terms, cluster, split-K)\n");
+  if (epi != BenchEpilogue::Identity)
+    std::printf("  epilogue: %s on both sides%s\n", o.epilogue.c_str(),
+                epi == BenchEpilogue::SwiGLU ? " (N gate/up columns -> N / 2 outputs; cuBLAS: GEMM, then the MLP's "
+                                               "SwiGLU kernel)"
+                                             : " (cuBLASLt's GELU epilogue)");
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cusync_baseline::LtContext lt;
@@ -125,7 +155,8 @@ int benchGemm(const GemmBenchOptions& o) {
   for (const Shape& sh : shapes)
     for (int64_t M : ms) {
       const int64_t N = sh.N, K = sh.K;
-      const size_t aBytes = M * K * 2, bBytes = N * K * 2, cBytes = M * N * 2;
+      const int64_t nOut = epi == BenchEpilogue::SwiGLU ? N / 2 : N;  // output columns
+      const size_t aBytes = M * K * 2, bBytes = N * K * 2, cBytes = M * nOut * 2;
       const size_t setBytes = aBytes + bBytes + cBytes;
       const int copies = (int)std::min<size_t>(8, std::max<size_t>(1, (3 * l2 + setBytes - 1) / setBytes));
       std::vector<void*> A(copies), B(copies), C(copies), C2(copies);
@@ -139,13 +170,25 @@ int benchGemm(const GemmBenchOptions& o) {
         CUDA_OK(cudaMemsetAsync(C[c], 0xFF, cBytes, s));
         CUDA_OK(cudaMemsetAsync(C2[c], 0xFF, cBytes, s));
       }
-      const cusync_baseline::LtGemm plan(lt, M, N, K);
-      auto cub = [&](int i) { plan.run(A[i % copies], B[i % copies], C2[i % copies], s); };
+      const cusync_baseline::LtGemm plan(
+          lt, M, N, K, epi == BenchEpilogue::Gelu ? cusync_baseline::LtEpilogue::Gelu : cusync_baseline::LtEpilogue::None);
+      // SwiGLU after cuBLAS: the GEMM's [M, N] goes through one scratch buffer.
+      void* gateUp = nullptr;
+      if (epi == BenchEpilogue::SwiGLU) CUDA_OK(cudaMalloc(&gateUp, size_t(M) * N * 2));
+      auto cub = [&](int i) {
+        if (epi == BenchEpilogue::SwiGLU) {
+          plan.run(A[i % copies], B[i % copies], gateUp, s);
+          cusync_mlp::swiglu(gateUp, C2[i % copies], M, N, s);
+        } else {
+          plan.run(A[i % copies], B[i % copies], C2[i % copies], s);
+        }
+      };
       for (TileConfig cfg : cfgs)
       for (int splitK : splits)
       for (int groups : o.kCutGroups) {
       GemmArgs g;
       g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK, g.kCutGroups = groups;
+      g.epilogue = epi == BenchEpilogue::Gelu ? Epilogue::Gelu : epi == BenchEpilogue::SwiGLU ? Epilogue::SwiGLU : Epilogue::Identity;
       // Part and group counts only vary the configurations they apply to (auto may resolve to one).
       if (splitK != splits.front() && cfg != TileConfig::Auto && !splitsK(cfg)) continue;
       if (groups != o.kCutGroups.front() && cfg != TileConfig::Auto && scheduleOf(cfg) != Schedule::KCut) continue;
@@ -187,16 +230,20 @@ int benchGemm(const GemmBenchOptions& o) {
       bench::drain(s, "the reference rows");
       std::vector<float> ref((size_t)R * N);
       CUDA_OK(cudaMemcpy(ref.data(), dD, ref.size() * 4, cudaMemcpyDeviceToHost));
-      const std::vector<float> o = bench::downloadBf16(C[0], M * N), c2 = bench::downloadBf16(C2[0], M * N);
+      const std::vector<float> oursOut = bench::downloadBf16(C[0], M * nOut), c2 = bench::downloadBf16(C2[0], M * nOut);
+      std::vector<double> want((size_t)R * nOut);
       double maxRef = 0, eO = 0, eC = 0;
       for (int r = 0; r < R; ++r)
-        for (int64_t n = 0; n < N; ++n) maxRef = std::max(maxRef, (double)std::fabs(ref[(size_t)r * N + n]));
+        for (int64_t n = 0; n < nOut; ++n) {
+          want[(size_t)r * nOut + n] = epilogueRef(epi, &ref[(size_t)r * N], n);
+          maxRef = std::max(maxRef, std::fabs(want[(size_t)r * nOut + n]));
+        }
       for (int r = 0; r < R; ++r)
-        for (int64_t n = 0; n < N; ++n) {
-          const double want = ref[(size_t)r * N + n];
-          const double a = o[(size_t)rows[r] * N + n], b = c2[(size_t)rows[r] * N + n];
-          eO = std::max(eO, std::isfinite(a) ? std::fabs(a - want) / maxRef : INFINITY);
-          eC = std::max(eC, std::isfinite(b) ? std::fabs(b - want) / maxRef : INFINITY);
+        for (int64_t n = 0; n < nOut; ++n) {
+          const double w = want[(size_t)r * nOut + n];
+          const double a = oursOut[(size_t)rows[r] * nOut + n], b = c2[(size_t)rows[r] * nOut + n];
+          eO = std::max(eO, std::isfinite(a) ? std::fabs(a - w) / maxRef : INFINITY);
+          eC = std::max(eC, std::isfinite(b) ? std::fabs(b - w) / maxRef : INFINITY);
         }
       cudaFree(dRows);
       cudaFree(dD);
@@ -214,7 +261,7 @@ int benchGemm(const GemmBenchOptions& o) {
                             bench::num("%.5f", tOurs), bench::num("%.5f", tCub), bench::num("%.1f", flop / tOurs / 1e9),
                             bench::num("%.1f", flop / tCub / 1e9), bench::num("%.4f", ratio), bench::num("%.3e", eO),
                             bench::num("%.3e", eC), bench::num("%.2f", hostOurs), bench::num("%.2f", hostCub),
-                            plan.describe()})
+                            plan.describe(), epiName})
           << std::flush;
       if (!out) {
         std::fprintf(stderr, "cusync-bench gemm: cannot write %s: %s\n", csv.c_str(), std::strerror(errno));
@@ -279,6 +326,7 @@ int benchGemm(const GemmBenchOptions& o) {
                       (t0 - tIn) / 1e3, med(toTicket), med(setup), med(toMma), (t1 - t0) / 1e3, (tOut - t1) / 1e3);
       }
       }
+      if (gateUp != nullptr) cudaFree(gateUp);
       for (int c = 0; c < copies; ++c) {
         cudaFree(A[c]);
         cudaFree(B[c]);

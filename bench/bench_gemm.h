@@ -15,6 +15,10 @@ struct GemmBenchOptions {
   int iters = 50;
   std::string csv = "gemm_bench.csv";
   bool trace = false;
+  // The epilogue both sides run: identity, gelu (cuBLASLt's GELU epilogue)
+  // or swiglu (N interleaved gate/up columns -> N / 2; cuBLAS: GEMM, then
+  // cusync_mlp::swiglu, as in the MLP's cuBLAS pipeline).
+  std::string epilogue = "identity";
 };
 
 // The names --shape and --config accept.

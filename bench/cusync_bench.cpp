@@ -61,6 +61,13 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
   addList(c, "--config", o.configs,
           "tile configurations to time, a row each, comma separated: " + join(gemmBenchConfigs()),
           oneOf(gemmBenchConfigs(), "configuration"));
+  c->add_option("--epilogue", o.epilogue,
+                "the epilogue both sides run: identity, gelu (ours fused; cuBLASLt's GELU epilogue) or swiglu (N\n"
+                "gate/up columns interleaved in blocks of 8 -> N / 2 outputs; ours fused; cuBLAS: the GEMM, then the\n"
+                "MLP's SwiGLU kernel), as the MLP's first GEMMs run them")
+      ->check(oneOf({"identity", "gelu", "swiglu"}, "epilogue"))
+      ->type_name("E")
+      ->capture_default_str();
   addList(c, "--splitk", o.splits,
           "parts per split tile for the splitk and tailsplit configurations, a row each, comma separated\n"
           "(0 to 4096; 0: the heuristic's)",

@@ -52,6 +52,17 @@ __global__ void swigluKernel(const __nv_bfloat16* __restrict__ in, __nv_bfloat16
 
 }  // namespace
 
+void swiglu(const void* gateUp, void* out, int64_t M, int64_t N1, cudaStream_t stream) {
+  if (M < 1 || N1 < 16 || N1 % 16 != 0)
+    bad("swiglu: M = " + std::to_string(M) + ", N1 = " + std::to_string(N1) + " (M >= 1, N1 a multiple of 16)");
+  if (reinterpret_cast<uintptr_t>(gateUp) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
+    bad("swiglu: pointers must be 16-byte aligned");
+  const int64_t threads = M * (N1 / 16);
+  swigluKernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
+      static_cast<const __nv_bfloat16*>(gateUp), static_cast<__nv_bfloat16*>(out), M, N1);
+  cudaOk(cudaGetLastError(), "swiglu kernel launch");
+}
+
 Model parseModel(const std::string& s) {
   if (s == "gpt3") return Model::GPT3;
   if (s == "llama") return Model::LLaMA;
@@ -149,10 +160,7 @@ struct Mlp::Impl {
       return;
     }
     p->run(b.X, b.W1, scratch, s);
-    const int64_t threads = M * (d.N1 / 16);
-    swigluKernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(
-        static_cast<const __nv_bfloat16*>(scratch), static_cast<__nv_bfloat16*>(b.H), M, d.N1);
-    cudaOk(cudaGetLastError(), "swiglu kernel launch");
+    swiglu(scratch, b.H, M, d.N1, s);
   }
 };
 

@@ -60,6 +60,13 @@ inline Dims dims(Model m) {
   return {8192, 5504, 2752, 8192};
 }
 
+// The SwiGLU of the cuBLAS pipeline, as a kernel of its own: out [M, N1 / 2]
+// = silu(gate) * up from gateUp [M, N1] in the interleaved layout above
+// (columns 16q .. 16q + 7 gate, 16q + 8 .. 16q + 15 up), bf16, asynchronous
+// on `stream`. N1 a multiple of 16, both pointers 16-byte aligned; throws
+// cusync::Error otherwise.
+void swiglu(const void* gateUp, void* out, int64_t M, int64_t N1, cudaStream_t stream);
+
 inline const char* toString(Model m) { return m == Model::GPT3 ? "gpt3" : "llama"; }
 inline const char* toString(Variant v) {
   switch (v) {
