@@ -54,6 +54,10 @@ __global__ void fillRandom(__nv_bfloat16* p, size_t n, uint64_t seed, float scal
 // columns interleaved in blocks of 8 (cusync_gemm::swigluInterleavedRow).
 enum class BenchEpilogue { Identity, Gelu, SwiGLU };
 
+// The check: the largest error on the sampled rows over the largest reference
+// value; bf16 rounding of the result alone gives up to 2^-8.
+constexpr double kMaxErr = 2e-2;
+
 double geluRef(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 double siluRef(double x) { return x / (1 + std::exp(-x)); }
 
@@ -151,7 +155,7 @@ int benchGemm(const GemmBenchOptions& o) {
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cusync_baseline::LtContext lt;
   const size_t l2 = prop.l2CacheSize;
-  int misses = 0, overRound = 0;
+  int misses = 0, overRound = 0, wrong = 0;
   for (const Shape& sh : shapes)
     for (int64_t M : ms) {
       const int64_t N = sh.N, K = sh.K;
@@ -254,9 +258,14 @@ int benchGemm(const GemmBenchOptions& o) {
       const bool miss = tCub / tOurs < (M >= 512 ? 0.95 : 0.90);
       misses += miss;
       overRound += ratio > (M >= 512 ? 1.05 : 1.10);  // the stricter reading, reported beside it
-      std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f  %s%s\n", sh.name,
+      // A result over the error bound (or not finite) fails the run: ours, or
+      // cuBLAS's, against which nothing would then be measured.
+      const bool wrongOurs = !(eO < kMaxErr), wrongCub = !(eC < kMaxErr);
+      wrong += wrongOurs || wrongCub;
+      std::printf("%-11s %5lld %6lld %6lld %10s %9.4f %9.4f %8.1f %8.1f %7.3f %9.2e %9.2e %6.1f %6.1f  %s%s%s\n", sh.name,
                   (long long)M, (long long)N, (long long)K, usedName.c_str(), tOurs, tCub, flop / tOurs / 1e9,
-                  flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str(), miss ? "  MISS" : "");
+                  flop / tCub / 1e9, ratio, eO, eC, hostOurs, hostCub, plan.describe().c_str(),
+                  wrongOurs ? "  WRONG" : (wrongCub ? "  CUBLAS-WRONG" : ""), miss ? "  MISS" : "");
       out << bench::csvRow({sh.name, std::to_string(M), std::to_string(N), std::to_string(K), usedName,
                             bench::num("%.5f", tOurs), bench::num("%.5f", tCub), bench::num("%.1f", flop / tOurs / 1e9),
                             bench::num("%.1f", flop / tCub / 1e9), bench::num("%.4f", ratio), bench::num("%.3e", eO),
@@ -343,5 +352,12 @@ int benchGemm(const GemmBenchOptions& o) {
               "ratio over 1.0526 / 1.1111); host, hostC: host microseconds to enqueue one launch (ours, cuBLAS). "
               "%d misses (%d points over ratio 1.05 / 1.10). CSV: %s\n",
               misses, overRound, csv.c_str());
+  if (wrong > 0) {
+    std::fprintf(stderr,
+                 "cusync-bench gemm: %d results failed their check (error over %.0e of the largest reference value; "
+                 "WRONG: ours, CUBLAS-WRONG: cuBLAS's)\n",
+                 wrong, kMaxErr);
+    return 1;
+  }
   return 0;
 }
