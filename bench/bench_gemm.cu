@@ -24,6 +24,7 @@
 #include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
+#include "kernels/testing/activation_ref.h"
 
 using namespace cusync_gemm;
 
@@ -50,28 +51,20 @@ __global__ void fillRandom(__nv_bfloat16* p, size_t n, uint64_t seed, float scal
   }
 }
 
-// The epilogue of a run: identity, GELU (tanh form) or SwiGLU over gate/up
-// columns interleaved in blocks of 8 (cusync_gemm::swigluInterleavedRow).
-enum class BenchEpilogue { Identity, Gelu, SwiGLU };
-
 // The check: the largest error on the sampled rows over the largest reference
 // value; bf16 rounding of the result alone gives up to 2^-8.
 constexpr double kMaxErr = 2e-2;
 
-double geluRef(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
-double siluRef(double x) { return x / (1 + std::exp(-x)); }
-
-// Output n of a reference row d (N pre-activation values) under epilogue e.
-double epilogueRef(BenchEpilogue e, const float* d, int64_t n) {
+// Output n of a reference row d (N pre-activation values) under epilogue e
+// (Identity, Gelu, or SwiGLU over gate/up columns interleaved in blocks of 8).
+double epilogueRef(Epilogue e, const float* d, int64_t n) {
+  const uint32_t j = static_cast<uint32_t>(n);
   switch (e) {
-    case BenchEpilogue::Identity: return d[n];
-    case BenchEpilogue::Gelu: return geluRef(d[n]);
-    case BenchEpilogue::SwiGLU: {
-      const int64_t q = n / 8, r = n % 8;
-      return siluRef(d[16 * q + r]) * d[16 * q + 8 + r];
-    }
+    case Epilogue::Gelu: return cusync_testing::gelu(d[n]);
+    case Epilogue::SwiGLU:
+      return cusync_testing::silu(d[swigluInterleavedRow(j, false)]) * d[swigluInterleavedRow(j, true)];
+    default: return d[n];
   }
-  return NAN;
 }
 
 // Reference rows: D[r][n] = sum_k A[rows[r]][k] * B[n][k] in fp32.
@@ -118,10 +111,9 @@ int benchGemm(const GemmBenchOptions& o) {
   const int iters = o.iters;
   const std::string& csv = o.csv;
   const bool traceStats = o.trace;
-  const BenchEpilogue epi = o.epilogue == "gelu"     ? BenchEpilogue::Gelu
-                            : o.epilogue == "swiglu" ? BenchEpilogue::SwiGLU
-                                                     : BenchEpilogue::Identity;
-  const std::string epiName = o.epilogue;
+  const Epilogue epilogue = o.epilogue == "gelu"     ? Epilogue::Gelu
+                            : o.epilogue == "swiglu" ? Epilogue::SwiGLU
+                                                     : Epilogue::Identity;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "cusync-bench gemm: needs a CUDA GPU; without one, run the tests: ctest --test-dir build -L cpu\n");
@@ -146,9 +138,9 @@ int benchGemm(const GemmBenchOptions& o) {
   std::printf("%-11s %5s %6s %6s %10s %9s %9s %8s %8s %7s %9s %9s %6s %6s\n", "shape", "M", "N", "K", "config",
               "ours_ms", "cublas_ms", "ours_TF", "cublas_TF", "ratio", "ours_err", "cublas_err", "host", "hostC");
   std::printf("  (last column: cuBLASLt's algorithm id, tile in its column-major terms, cluster, split-K)\n");
-  if (epi != BenchEpilogue::Identity)
+  if (epilogue != Epilogue::Identity)
     std::printf("  epilogue: %s on both sides%s\n", o.epilogue.c_str(),
-                epi == BenchEpilogue::SwiGLU ? " (N gate/up columns -> N / 2 outputs; cuBLAS: GEMM, then the MLP's "
+                epilogue == Epilogue::SwiGLU ? " (N gate/up columns -> N / 2 outputs; cuBLAS: GEMM, then the MLP's "
                                                "SwiGLU kernel)"
                                              : " (cuBLASLt's GELU epilogue)");
   cudaStream_t s;
@@ -159,7 +151,7 @@ int benchGemm(const GemmBenchOptions& o) {
   for (const Shape& sh : shapes)
     for (int64_t M : ms) {
       const int64_t N = sh.N, K = sh.K;
-      const int64_t nOut = epi == BenchEpilogue::SwiGLU ? N / 2 : N;  // output columns
+      const int64_t nOut = epilogue == Epilogue::SwiGLU ? N / 2 : N;  // output columns
       const size_t aBytes = M * K * 2, bBytes = N * K * 2, cBytes = M * nOut * 2;
       const size_t setBytes = aBytes + bBytes + cBytes;
       const int copies = (int)std::min<size_t>(8, std::max<size_t>(1, (3 * l2 + setBytes - 1) / setBytes));
@@ -175,12 +167,13 @@ int benchGemm(const GemmBenchOptions& o) {
         CUDA_OK(cudaMemsetAsync(C2[c], 0xFF, cBytes, s));
       }
       const cusync_baseline::LtGemm plan(
-          lt, M, N, K, epi == BenchEpilogue::Gelu ? cusync_baseline::LtEpilogue::Gelu : cusync_baseline::LtEpilogue::None);
+          lt, M, N, K,
+          epilogue == Epilogue::Gelu ? cusync_baseline::LtEpilogue::Gelu : cusync_baseline::LtEpilogue::None);
       // SwiGLU after cuBLAS: the GEMM's [M, N] goes through one scratch buffer.
       void* gateUp = nullptr;
-      if (epi == BenchEpilogue::SwiGLU) CUDA_OK(cudaMalloc(&gateUp, size_t(M) * N * 2));
+      if (epilogue == Epilogue::SwiGLU) CUDA_OK(cudaMalloc(&gateUp, size_t(M) * N * 2));
       auto cub = [&](int i) {
-        if (epi == BenchEpilogue::SwiGLU) {
+        if (epilogue == Epilogue::SwiGLU) {
           plan.run(A[i % copies], B[i % copies], gateUp, s);
           cusync_mlp::swiglu(gateUp, C2[i % copies], M, N, s);
         } else {
@@ -192,7 +185,7 @@ int benchGemm(const GemmBenchOptions& o) {
       for (int groups : o.kCutGroups) {
       GemmArgs g;
       g.M = M, g.N = N, g.K = K, g.config = cfg, g.splitK = splitK, g.kCutGroups = groups;
-      g.epilogue = epi == BenchEpilogue::Gelu ? Epilogue::Gelu : epi == BenchEpilogue::SwiGLU ? Epilogue::SwiGLU : Epilogue::Identity;
+      g.epilogue = epilogue;
       // Part and group counts only vary the configurations they apply to (auto may resolve to one).
       if (splitK != splits.front() && cfg != TileConfig::Auto && !splitsK(cfg)) continue;
       if (groups != o.kCutGroups.front() && cfg != TileConfig::Auto && scheduleOf(cfg) != Schedule::KCut) continue;
@@ -239,7 +232,7 @@ int benchGemm(const GemmBenchOptions& o) {
       double maxRef = 0, eO = 0, eC = 0;
       for (int r = 0; r < R; ++r)
         for (int64_t n = 0; n < nOut; ++n) {
-          want[(size_t)r * nOut + n] = epilogueRef(epi, &ref[(size_t)r * N], n);
+          want[(size_t)r * nOut + n] = epilogueRef(epilogue, &ref[(size_t)r * N], n);
           maxRef = std::max(maxRef, std::fabs(want[(size_t)r * nOut + n]));
         }
       for (int r = 0; r < R; ++r)
@@ -270,7 +263,7 @@ int benchGemm(const GemmBenchOptions& o) {
                             bench::num("%.5f", tOurs), bench::num("%.5f", tCub), bench::num("%.1f", flop / tOurs / 1e9),
                             bench::num("%.1f", flop / tCub / 1e9), bench::num("%.4f", ratio), bench::num("%.3e", eO),
                             bench::num("%.3e", eC), bench::num("%.2f", hostOurs), bench::num("%.2f", hostCub),
-                            plan.describe(), epiName})
+                            plan.describe(), o.epilogue})
           << std::flush;
       if (!out) {
         std::fprintf(stderr, "cusync-bench gemm: cannot write %s: %s\n", csv.c_str(), std::strerror(errno));

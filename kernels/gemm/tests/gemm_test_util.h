@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/gemm/gemm.h"
+#include "kernels/testing/activation_ref.h"
 
 namespace gemm_test {
 
@@ -69,8 +70,8 @@ struct Dev {
   ~Dev() { cudaFree(p); }
 };
 
-inline double gelu(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
-inline double silu(double x) { return x / (1 + std::exp(-x)); }
+using cusync_testing::gelu;
+using cusync_testing::silu;
 
 struct Case {
   DType dt;
@@ -139,7 +140,8 @@ inline void runCase(const Case& c, int M, int N, int K, bool withBias) {
     for (int j = 0; j < nOut; ++j) {
       double v;
       if (c.epi == Epilogue::SwiGLU) {
-        const int gc = 16 * (j / 8) + j % 8, uc = gc + 8;
+        const int gc = static_cast<int>(swigluInterleavedRow(j, false));
+        const int uc = static_cast<int>(swigluInterleavedRow(j, true));
         const double g = D[(size_t)m * N + gc] + (useBias ? fBias[gc] : 0);
         const double u = D[(size_t)m * N + uc] + (useBias ? fBias[uc] : 0);
         v = silu(g) * u;
