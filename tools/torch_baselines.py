@@ -37,6 +37,7 @@ import argparse
 import csv
 import json
 import math
+import random
 import sys
 import time
 
@@ -91,17 +92,23 @@ def capture(torch, fn, copies):
     return lambda i: graphs[i % copies].replay()
 
 
-def interleaved_ms(torch, fns, iters, warmup=3):
-    """Median ms of each fn(i), timed interleaved run by run: iteration i runs every fn once, back to back,
-    starting with fn i mod n, a CUDA event between consecutive runs, after `warmup` such iterations
-    untimed. Each fn is called with the run's index in the whole sequence, so consecutive runs take
+def interleaved_ms(torch, fns, iters, warmup=3, seed=1):
+    """Median ms of each fn(i), timed interleaved run by run: each iteration runs every fn once, back to
+    back, in an order drawn anew per iteration (a fixed-seed shuffle, as cusync-bench's
+    bench/interleave.h does, so that no fn follows the same neighbour in almost every iteration), a CUDA
+    event between consecutive runs, after `warmup` such iterations untimed. Each fn is called with the run's index in the whole sequence, so consecutive runs take
     consecutive input copies and none finds in L2 the copy the run before it read. All see the same GPU
     clock states, which under a power cap move with load and temperature (timed one after the other, the
     first after an idle phase ran up to 10% faster). For GPU-bound fns (graph replays) only: a host-bound
     one (eager launches) leaves the GPU idle between its kernels, and the fn after it starts on an idle
     GPU. One fn alone: back-to-back runs."""
     n = len(fns)
-    order = [(i + k) % n for i in range(warmup + iters) for k in range(n)]
+    draw = random.Random(seed)
+    order = []
+    for _ in range(warmup + iters):
+        perm = list(range(n))
+        draw.shuffle(perm)
+        order += perm
     timed = order[warmup * n:]
     events = [torch.cuda.Event(enable_timing=True) for _ in range(len(timed) + 1)]
     for seq, c in enumerate(order):

@@ -2,9 +2,10 @@
 """tools/torch_baselines.py's interleaved timing, on a fake torch whose clock
 slows down as it runs (as a GPU's does under a power cap): every candidate's
 median is its own duration scaled by the clock of the runs it shared with the
-others, iteration i starts with candidate i mod n, a candidate timed first no
-longer gets the fast clock alone, and consecutive runs take consecutive input
-copies."""
+others, every iteration runs each candidate once in an order drawn anew (no
+candidate follows the same neighbour every time, and the order repeats from
+run to run), a candidate timed first no longer gets the fast clock alone, and
+consecutive runs take consecutive input copies."""
 import importlib.util
 import pathlib
 import sys
@@ -61,11 +62,15 @@ ms = tb.interleaved_ms(fake, [candidate(c, d) for c, d in enumerate(durations)],
 
 failures = []
 timed = order[3 * len(durations):]
-for i in range(iters):
-    firsts = [c for (it, c) in timed[i * 3:(i + 1) * 3]]
-    if firsts != [(i + k) % 3 for k in range(3)]:
-        failures.append(f"iteration {i} ran {firsts}")
-        break
+perms = [tuple(c for (it, c) in timed[i * 3:(i + 1) * 3]) for i in range(iters)]
+if any(sorted(p) != [0, 1, 2] for p in perms):
+    failures.append(f"an iteration did not run every candidate once: {[p for p in perms if sorted(p) != [0, 1, 2]][:3]}")
+# A fresh order per iteration: all 3! orders occur, and each candidate follows each other one.
+if len(set(perms)) != 6:
+    failures.append(f"only {len(set(perms))} of the 6 orders occur in {iters} iterations")
+neighbours = {(p[k], p[k + 1]) for p in perms for k in range(2)}
+if len(neighbours) != 6:
+    failures.append(f"candidates follow only {sorted(neighbours)}")
 # Consecutive runs take consecutive input copies (the run's index in the whole sequence), so that no
 # run finds in L2 the copy the run before it read.
 indices = [it for (it, c) in order]
@@ -75,6 +80,11 @@ if indices != list(range(len(order))):
 factors = [m / d for m, d in zip(ms, durations)]
 if max(factors) - min(factors) > 1e-9 or abs(factors[0] - 1.25) > 1e-9:
     failures.append(f"medians {ms} are not the durations {durations} under one clock (factors {factors})")
+first_order = list(order)
+order.clear()
+tb.interleaved_ms(fake, [candidate(c, d) for c, d in enumerate(durations)], iters, warmup=3)
+if order != first_order:
+    failures.append("the order changed between two timings with the same seed")
 if failures:
     print("FAILED:", *failures, sep="\n  ")
     sys.exit(1)
