@@ -90,6 +90,20 @@ CUSYNC_HD int64_t keysOfQueryBlock(int64_t L, int64_t M, int rowsPerTile, int64_
   return end < L + M ? end : L + M;
 }
 
+// How many of an item's key blocks [kb0, kb1) its producer issues before Q
+// (the kernel and the CPU emulator both follow this). Where Q's load waits
+// (`qWaits`: a stage whose input policy synchronizes, Q coming from the QKV
+// projection), the blocks wholly in the cache go first, up to `ringSlots` of
+// them: they need no wait and stream while the projection runs. Where
+// nothing is waited for, Q goes first, so that the consumers start
+// S = Q K^T as soon as the first key block lands.
+CUSYNC_HD int64_t keyBlocksBeforeQ(bool qWaits, int64_t L, int64_t kb0, int64_t kb1, int ringSlots) {
+  if (!qWaits) return 0;
+  const int64_t cached = L / kKeyBlock;
+  const int64_t old = cached > kb0 ? (cached < kb1 ? cached : kb1) - kb0 : 0;
+  return old < ringSlots ? old : ringSlots;
+}
+
 // A stage order for the attention's tiles (heads x query blocks): the last
 // query blocks, whose causal rows reach furthest and take longest, first
 // (longest processing time first, as attention(args, stream) walks them).
