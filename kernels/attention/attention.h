@@ -54,6 +54,11 @@ struct AttentionArgs {
   // Query rows per tile: 64 (one consumer warpgroup) or 128 (two); 0 lets
   // the library choose.
   int rowsPerTile = 0;
+  // With automatic splits, the fewest 64-key blocks of the longest tile a
+  // split keeps; 0 lets the library choose (env.h's
+  // CUSYNC_ATTN_MIN_SPLIT_BLOCKS where set, else 4, or 8 in a prefill,
+  // L = 0).
+  int minBlocksPerSplit = 0;
   // attentionWorkspaceBytes(args, sms) bytes of device memory, zeroed once
   // before its first use (the combine's counters return to zero after each
   // run). Needed only where a run splits keys; one launch at a time.
@@ -77,7 +82,8 @@ struct AttentionPlan {
 void checkArgs(const AttentionArgs& a);
 
 // The plan for `a` on a GPU with `sms` SMs (a.splits honoured, clamped to
-// the key blocks of the longest tile).
+// the key blocks of the longest tile; a.minBlocksPerSplit bounds automatic
+// splits).
 AttentionPlan planAttention(const AttentionArgs& a, int sms);
 
 // Workspace bytes the plan of `a` needs on `sms` SMs (0 without a split).

@@ -149,6 +149,33 @@ TEST(AttentionPlan, ExplicitSplitsAreHonoured) {
   EXPECT_EQ(planAttention(a, 132).splits, 2);
 }
 
+TEST(AttentionPlan, SplitFloorCanBeSet) {
+  // GPT-3 decode M = 1, L = 1024: 17 key blocks, 8 splits by the SMs; the
+  // default floor of 4 blocks a split gives 4.
+  AttentionArgs a = good(1, 1024, 12);
+  a.minBlocksPerSplit = 2;
+  EXPECT_EQ(planAttention(a, 132).splits, 8);
+  a.minBlocksPerSplit = 6;
+  EXPECT_EQ(planAttention(a, 132).splits, 2);
+  // LLaMA prefill M = 512: 64 tiles of up to 8 blocks, 2 splits by the SMs
+  // (none with the prefill's default floor of 8).
+  a = good(512, 0, 8);
+  EXPECT_EQ(planAttention(a, 132).splits, 1);
+  a.minBlocksPerSplit = 2;
+  EXPECT_EQ(planAttention(a, 132).splits, 2);
+  // Explicit splits do not look at it; the workspace follows the plan.
+  a = good(1, 1024, 12);
+  a.minBlocksPerSplit = 2;
+  const size_t ws2 = attentionWorkspaceBytes(a, 132);
+  a.minBlocksPerSplit = 0;
+  EXPECT_GT(ws2, attentionWorkspaceBytes(a, 132));
+  a.minBlocksPerSplit = 2;
+  a.splits = 3;
+  EXPECT_EQ(planAttention(a, 132).splits, 3);
+  a = good(), a.minBlocksPerSplit = -1;
+  expectBad(a, "minBlocksPerSplit = -1");
+}
+
 TEST(AttentionPlan, ExplicitRowsPerTileAreHonoured) {
   AttentionArgs a = good(1, 1024, 12);
   a.rowsPerTile = 128;
