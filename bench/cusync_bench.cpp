@@ -191,7 +191,9 @@ void addAttention(CLI::App& app, AttentionBenchOptions& o) {
   c->add_flag("--graph", o.graph,
               "time every variant as replayed CUDA graphs (one per operand copy, each holding one step) instead of\n"
               "back-to-back launches");
-  c->footer("Variants:\n" + attentionBenchVariantHelp() + kExitStatus);
+  c->footer("Variants:\n" + attentionBenchVariantHelp() +
+            "Environment switches of the attention, for A/B runs of one binary (each shape's plan names its splits):\n" +
+            attentionEnvSwitches() + kExitStatus);
 }
 
 }  // namespace

@@ -54,6 +54,11 @@ struct AttentionArgs {
   // Query rows per tile: 64 (one consumer warpgroup) or 128 (two); 0 lets
   // the library choose.
   int rowsPerTile = 0;
+  // With automatic splits, the fewest 64-key blocks of the longest tile a
+  // split keeps; 0 lets the library choose (env.h's
+  // CUSYNC_ATTN_MIN_SPLIT_BLOCKS where set, else 4, or 8 in a prefill,
+  // L = 0).
+  int minBlocksPerSplit = 0;
   // attentionWorkspaceBytes(args, sms) bytes of device memory, zeroed once
   // before its first use (the combine's counters return to zero after each
   // run). Needed only where a run splits keys; one launch at a time.
@@ -77,7 +82,8 @@ struct AttentionPlan {
 void checkArgs(const AttentionArgs& a);
 
 // The plan for `a` on a GPU with `sms` SMs (a.splits honoured, clamped to
-// the key blocks of the longest tile).
+// the key blocks of the longest tile; a.minBlocksPerSplit bounds automatic
+// splits).
 AttentionPlan planAttention(const AttentionArgs& a, int sms);
 
 // Workspace bytes the plan of `a` needs on `sms` SMs (0 without a split).
@@ -88,6 +94,20 @@ size_t attentionWorkspaceBytes(const AttentionArgs& a, int sms);
 CUSYNC_HD int64_t keysOfQueryBlock(int64_t L, int64_t M, int rowsPerTile, int64_t qb) {
   const int64_t end = L + (qb + 1) * rowsPerTile;
   return end < L + M ? end : L + M;
+}
+
+// How many of an item's key blocks [kb0, kb1) its producer issues before Q
+// (the kernel and the CPU emulator both follow this). Where Q's load waits
+// (`qWaits`: a stage whose input policy synchronizes, Q coming from the QKV
+// projection), the blocks wholly in the cache go first, up to `ringSlots` of
+// them: they need no wait and stream while the projection runs. Where
+// nothing is waited for, Q goes first, so that the consumers start
+// S = Q K^T as soon as the first key block lands.
+CUSYNC_HD int64_t keyBlocksBeforeQ(bool qWaits, int64_t L, int64_t kb0, int64_t kb1, int ringSlots) {
+  if (!qWaits) return 0;
+  const int64_t cached = L / kKeyBlock;
+  const int64_t old = cached > kb0 ? (cached < kb1 ? cached : kb1) - kb0 : 0;
+  return old < ringSlots ? old : ringSlots;
 }
 
 // A stage order for the attention's tiles (heads x query blocks): the last

@@ -5,6 +5,7 @@
 
 #include "cusync/error.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/env.h"
 
 namespace cusync_attn {
 namespace {
@@ -16,6 +17,12 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 std::string str(int64_t v) { return std::to_string(v); }
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// CUSYNC_ATTN_MIN_SPLIT_BLOCKS, read once per process (0: unset).
+int minSplitBlocksFromEnv() {
+  static const int v = cusync_gemm::envInt(kEnvMinSplitBlocks);
+  return v;
+}
 
 }  // namespace
 
@@ -34,6 +41,8 @@ void checkArgs(const AttentionArgs& a) {
   if (a.splits < 0) bad("splits = " + str(a.splits) + ": need 0 (automatic) or a positive count");
   if (a.rowsPerTile != 0 && a.rowsPerTile != 64 && a.rowsPerTile != 128)
     bad("rowsPerTile = " + str(a.rowsPerTile) + ": need 0 (automatic), 64 or 128");
+  if (a.minBlocksPerSplit < 0)
+    bad("minBlocksPerSplit = " + str(a.minBlocksPerSplit) + ": need 0 (automatic) or a positive count");
   if (a.workspace && !aligned16(a.workspace)) bad("workspace is not 16-byte aligned");
 }
 
@@ -60,8 +69,10 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
     // where one query block holds every row (M <= 64), for all of them
     // where several do, each with at least 4 key blocks (8 in a prefill,
     // L = 0, whose causal tiles are short), beat filling the SMs with
-    // shorter items.
-    const int64_t tiles = p.tiles, minPerSplit = a.L == 0 ? 8 : 4;
+    // shorter items. The floor can be set (args, then the environment) for
+    // A/B runs.
+    const int64_t chosen = a.minBlocksPerSplit > 0 ? a.minBlocksPerSplit : minSplitBlocksFromEnv();
+    const int64_t tiles = p.tiles, minPerSplit = chosen > 0 ? chosen : a.L == 0 ? 8 : 4;
     const int64_t items = a.M <= 64 ? 3 * int64_t(sms) / 4 : sms;
     s = std::max<int64_t>(1, std::min<int64_t>(items / tiles, maxBlocks / minPerSplit));
   }

@@ -2,12 +2,14 @@
 // item, an item being one split of one tile (head x query block).
 //
 // Roles: thread 0 (producer warpgroup) loads; NC consumer warpgroups (64
-// query rows each) compute. The producer issues the item's key blocks that
-// lie wholly in the cache first (they need no wait), up to a ring's worth,
-// then waits for every QKV row the item reads (its queries, the new keys
-// up to its last query) and loads Q, then the remaining key blocks. So in
-// a pipeline a decode item streams its share of the cache while the QKV
-// projection still runs.
+// query rows each) compute. In a stage that waits for its input, the
+// producer issues the item's key blocks that lie wholly in the cache first
+// (they need no wait), up to a ring's worth, then waits for every QKV row
+// the item reads (its queries, the new keys up to its last query) and loads
+// Q, then the remaining key blocks: a decode item streams its share of the
+// cache while the QKV projection still runs. Without a wait (attention(args,
+// stream)) Q goes first, so that the consumers start on the first key block
+// while the others land (keyBlocksBeforeQ, attention.h).
 //
 // Per 64-key block a consumer warpgroup runs S = Q K^T (wgmma, both from
 // shared memory), masks causally, updates the running row maximum and sum
@@ -78,6 +80,9 @@ struct AttnParams {
 
 template <class View>
 constexpr bool kSynced = !cusync::policy::isNoSync<typename View::In> || !cusync::policy::isNoSync<typename View::Out>;
+// Whether an item's Q load waits for the QKV projection (awaitRows).
+template <class View>
+constexpr bool kQWaits = !cusync::policy::isNoSync<typename View::In>;
 
 __device__ __forceinline__ uint32_t packBf16(float a, float b) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
@@ -226,10 +231,9 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
                                         &p.tmQ, xy, qFull);
       }
     };
-    // Key blocks wholly in the cache need no wait: up to a ring of them go first.
-    const int64_t cachedBlocks = p.L / kKeyBlock;
-    const int oldBlocks = static_cast<int>(cachedBlocks > it.kb0 ? (cachedBlocks < it.kb1 ? cachedBlocks : it.kb1) - it.kb0 : 0);
-    const int qAt = oldBlocks < NS ? oldBlocks : NS;
+    // Q first where its load waits for nothing; else key blocks wholly in
+    // the cache (no wait), up to a ring of them, go ahead of Q's wait.
+    const int qAt = static_cast<int>(keyBlocksBeforeQ(kQWaits<View>, p.L, it.kb0, it.kb1, NS));
     gd::RingCursor<NS> cur;
     for (int i = 0; i < nBlocks; ++i) {
       if (i == qAt) loadQ();

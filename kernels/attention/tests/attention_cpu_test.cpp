@@ -1,6 +1,7 @@
 // CPU tests of the attention kernel's host side: argument checks name the
 // problem, the plan (rows per tile, query blocks, key splits, stage shape),
-// the workspace size and the causal key range of a query block.
+// the workspace size, the causal key range of a query block and where an
+// item loads Q among its key blocks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@ using cusync_attn::AttentionArgs;
 using cusync_attn::AttentionPlan;
 using cusync_attn::attentionWorkspaceBytes;
 using cusync_attn::checkArgs;
+using cusync_attn::keyBlocksBeforeQ;
 using cusync_attn::keysOfQueryBlock;
 using cusync_attn::planAttention;
 
@@ -147,6 +149,33 @@ TEST(AttentionPlan, ExplicitSplitsAreHonoured) {
   EXPECT_EQ(planAttention(a, 132).splits, 2);
 }
 
+TEST(AttentionPlan, SplitFloorCanBeSet) {
+  // GPT-3 decode M = 1, L = 1024: 17 key blocks, 8 splits by the SMs; the
+  // default floor of 4 blocks a split gives 4.
+  AttentionArgs a = good(1, 1024, 12);
+  a.minBlocksPerSplit = 2;
+  EXPECT_EQ(planAttention(a, 132).splits, 8);
+  a.minBlocksPerSplit = 6;
+  EXPECT_EQ(planAttention(a, 132).splits, 2);
+  // LLaMA prefill M = 512: 64 tiles of up to 8 blocks, 2 splits by the SMs
+  // (none with the prefill's default floor of 8).
+  a = good(512, 0, 8);
+  EXPECT_EQ(planAttention(a, 132).splits, 1);
+  a.minBlocksPerSplit = 2;
+  EXPECT_EQ(planAttention(a, 132).splits, 2);
+  // Explicit splits do not look at it; the workspace follows the plan.
+  a = good(1, 1024, 12);
+  a.minBlocksPerSplit = 2;
+  const size_t ws2 = attentionWorkspaceBytes(a, 132);
+  a.minBlocksPerSplit = 0;
+  EXPECT_GT(ws2, attentionWorkspaceBytes(a, 132));
+  a.minBlocksPerSplit = 2;
+  a.splits = 3;
+  EXPECT_EQ(planAttention(a, 132).splits, 3);
+  a = good(), a.minBlocksPerSplit = -1;
+  expectBad(a, "minBlocksPerSplit = -1");
+}
+
 TEST(AttentionPlan, ExplicitRowsPerTileAreHonoured) {
   AttentionArgs a = good(1, 1024, 12);
   a.rowsPerTile = 128;
@@ -185,6 +214,21 @@ TEST(AttentionKeys, QueryBlocksReadTheCacheAndNewTokensCausally) {
   EXPECT_EQ(keysOfQueryBlock(1024, 200, 128, 1), 1024 + 200);  // the last block ends at the last token
   EXPECT_EQ(keysOfQueryBlock(0, 4096, 128, 0), 128);
   EXPECT_EQ(keysOfQueryBlock(4096, 1, 64, 0), 4097);
+}
+
+TEST(AttentionKeys, QGoesFirstUnlessItsLoadWaits) {
+  // Nothing waited for: Q before the first key block, whatever is cached.
+  EXPECT_EQ(keyBlocksBeforeQ(false, 1024, 0, 5, 4), 0);
+  EXPECT_EQ(keyBlocksBeforeQ(false, 0, 0, 2, 4), 0);
+  // Q waits: the blocks wholly in the cache go first, up to a ring of them.
+  // L = 1024 caches 16 blocks; split [12, 17) has 4 of them, [0, 5) five.
+  EXPECT_EQ(keyBlocksBeforeQ(true, 1024, 12, 17, 4), 4);
+  EXPECT_EQ(keyBlocksBeforeQ(true, 1024, 0, 5, 4), 4);
+  EXPECT_EQ(keyBlocksBeforeQ(true, 1024, 14, 17, 4), 2);
+  EXPECT_EQ(keyBlocksBeforeQ(true, 1000, 15, 17, 4), 0);  // block 15, keys 960..1023, reaches new keys
+  EXPECT_EQ(keyBlocksBeforeQ(true, 1024, 16, 17, 4), 0);  // only new keys
+  EXPECT_EQ(keyBlocksBeforeQ(true, 0, 0, 8, 4), 0);       // prefill
+  EXPECT_EQ(keyBlocksBeforeQ(true, 1024, 3, 5, 4), 2);    // every block cached: Q after them all
 }
 
 }  // namespace

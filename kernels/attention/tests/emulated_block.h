@@ -13,8 +13,8 @@
 //              most a ring of them, no wait), then waits once for every QKV
 //              row it reads (from its first new key, or its queries, to its
 //              last query row) and loads Q, then the remaining key blocks
-//              (attention_kernel.cuh). With several splits the last one to
-//              count itself in stores. RowSync out.
+//              (keyBlocksBeforeQ, attention_kernel.cuh). With several splits
+//              the last one to count itself in stores. RowSync out.
 //   wo         the GEMM's blocks; RowSync in, over 64-column k-blocks
 //
 // Data is replaced by run stamps (run_stamps.h): every load checks, after
@@ -94,9 +94,7 @@ void attentionBlock(const View& v, cusync::emu::Block& b, const BlockPlan& plan,
     waitRows(readsNewKeys ? std::min(firstNew, q0) : q0, r1);
     qkv.expectStored(q0, r1, column, column + kHeadDim, run, who + " loading Q");
   };
-  const int64_t cached = a.L / kKeyBlock;
-  const int64_t old = cached > kb0 ? std::min(cached, kb1) - kb0 : 0;
-  const int64_t qAt = std::min<int64_t>(old, p.ringSlots);
+  const int64_t qAt = keyBlocksBeforeQ(!cusync::policy::isNoSync<typename View::In>, a.L, kb0, kb1, p.ringSlots);
   const int64_t n = kb1 - kb0;
   for (int64_t i = 0; i < n; ++i) {
     if (i == qAt) loadQ();
