@@ -30,7 +30,12 @@ struct DeviceMemory {
       const RelaxedCapture relaxed;
       cudaCheck(cudaMalloc(&p, bytes), "cudaMalloc");
     }
-    zero(p, bytes);
+    try {
+      zero(p, bytes);
+    } catch (...) {
+      cudaFree(p);
+      throw;
+    }
     return p;
   }
   static void release(void* p) {

@@ -13,6 +13,10 @@
 // and its consumers must be launched the same number of times; a stage
 // launched alone (say, a warm-up of the producer) breaks the pairing until
 // reset() is called on every stage of the pipeline.
+//
+// A kernel library may keep memory with a stage between runs (the GEMM's
+// split-K counter, flags and partials) in the stage's workspace(), which the
+// stage owns and frees with the rest of its device state (cusync/workspace.h).
 #pragma once
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include "cusync/protocol.h"
 #include "cusync/stage_view.h"
 #include "cusync/tile_order.h"
+#include "cusync/workspace.h"
 
 namespace cusync {
 
@@ -140,14 +145,21 @@ class Stage {
     return g;
   }
 
-  // Zeroes tickets, semaphores and start flags: all stages of a pipeline
-  // must be reset together, with no kernel of theirs running.
+  // Zeroes tickets, semaphores, start flags and the workspace's state: all
+  // stages of a pipeline must be reset together, with no kernel of theirs running.
   void reset() {
     ticketsPerRun_ = 0;
     Memory::zero(tickets_, 2 * sizeof(unsigned long long));
     Memory::zero(started_, sizeof(uint32_t));
     if (sems_) Memory::zero(sems_, semCount_ * sizeof(uint32_t));
+    workspace_.zeroState();
   }
+
+  // The memory a kernel library keeps with this stage between runs (see
+  // cusync/workspace.h): empty until a launch reserves it, freed by the
+  // destructor. Launches take the stage by const reference, so this is too;
+  // Workspace::reserve is safe from several threads.
+  Workspace<Memory>& workspace() const { return workspace_; }
 
   const std::string& name() const { return name_; }
   const StageShape& shape() const { return shape_; }
@@ -269,6 +281,7 @@ class Stage {
   InputLink<InPolicy> links_[kMaxInputs];
   uint32_t* producerStarted_[kMaxInputs] = {};
   uint32_t numInputs_ = 0;
+  mutable Workspace<Memory> workspace_;
 };
 
 // Pairs a producer with a consumer: the consumer gets the producer's

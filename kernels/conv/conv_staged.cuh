@@ -33,8 +33,10 @@ void conv2d(const Conv2dArgs& args, const StageT& stage, cusync::Pipeline& pipe)
   const Conv2dArgs a = resolveLaunch(args, d.sms, cusync_gemm::LaunchContext::Stage);
   const cusync_gemm::GemmArgs g = gemmOf(a);
   gd::launchAsStage(g, stage, pipe, d.sms,
-                    [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view, uint32_t blocks,
-                        const gd::KernelFlags& flags) { detail::launchConv(a, g, view, blocks, cfg, flags); });
+                    [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view, gd::StageWorkspace& ws,
+                        uint32_t blocks, const gd::KernelFlags& flags) {
+                      detail::launchConv(a, g, view, ws, blocks, cfg, flags);
+                    });
 }
 
 }  // namespace cusync_conv

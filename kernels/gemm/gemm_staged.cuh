@@ -50,11 +50,11 @@ using AllFamilies = Families<Family::Bf16NK, Family::Bf16KN, Family::F16NK, Fami
 
 namespace detail {
 template <class Epis, class View, Family... Fs>
-void launchStaged(Families<Fs...>, const GemmArgs& a, const View& v, uint32_t blocks, const cudaLaunchConfig_t& cfg,
-                  const KernelFlags& flags) {
+void launchStaged(Families<Fs...>, const GemmArgs& a, const View& v, StageWorkspace& ws, uint32_t blocks,
+                  const cudaLaunchConfig_t& cfg, const KernelFlags& flags) {
   const Family want = familyOf(a);
   const bool built =
-      ((want == Fs ? (launchFamily<FamilyType<Fs>, kFamilyTransB<Fs>, View, Epis>(a, v, blocks, cfg, flags),
+      ((want == Fs ? (launchFamily<FamilyType<Fs>, kFamilyTransB<Fs>, View, Epis>(a, v, ws, blocks, cfg, flags),
                       true)
                    : false) ||
        ...);
@@ -64,12 +64,13 @@ void launchStaged(Families<Fs...>, const GemmArgs& a, const View& v, uint32_t bl
 }
 
 template <class Epis0, class Epis1, class V0, class V1, Family... Fs>
-void launchFused(Families<Fs...>, const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
-                 const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base,
-                 const std::string& name) {
+void launchFused(Families<Fs...>, const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1,
+                 const V1& v1, StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
+                 const cudaLaunchConfig_t& base, const std::string& name) {
   const Family want = familyOf(a0);
   const bool built =
-      ((want == Fs ? (launchFusedFamily<FamilyType<Fs>, kFamilyTransB<Fs>, Epis0, Epis1>(a0, v0, a1, v1, f, blocks, base),
+      ((want == Fs ? (launchFusedFamily<FamilyType<Fs>, kFamilyTransB<Fs>, Epis0, Epis1>(a0, v0, ws0, a1, v1, ws1, f,
+                                                                                       blocks, base),
                       true)
                    : false) ||
        ...);
@@ -83,8 +84,10 @@ namespace detail {
 // Places a launch of the GEMM kernel for `a` (configuration resolved) as
 // `stage` at the pipeline's next position: checks the stage against the
 // configuration, sets the launch shape and flags, and calls
-// launch(cfg, view, blocks, flags) to launch the kernel (gemm() below, and
-// the convolution's conv2d(args, stage, pipeline)).
+// launch(cfg, view, workspace, blocks, flags) to launch the kernel (gemm()
+// below, and the convolution's conv2d(args, stage, pipeline)); workspace is
+// the stage's own (cusync::Stage::workspace()), where split-K and tail-split
+// launches keep their counter, flags and partials.
 template <class StageT, class Launch>
 void launchAsStage(const GemmArgs& a, const StageT& stage, cusync::Pipeline& pipe, int sms, Launch&& launch) {
   if (!runsInStages(a.config))
@@ -124,7 +127,7 @@ void launchAsStage(const GemmArgs& a, const StageT& stage, cusync::Pipeline& pip
                      (mode == cusync::LaunchMode::Serial ||
                       (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait)));
   pipe.launchWith(stage, shape, [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view) {
-    launch(cfg, view, blocks, flags);
+    launch(cfg, view, stage.workspace(), blocks, flags);
     return cudaSuccess;  // launch errors are thrown
   });
 }
@@ -139,9 +142,9 @@ void gemm(const GemmArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
   GemmArgs a = args;
   a.config = resolveConfig(args, d.sms, LaunchContext::Stage);
   detail::launchAsStage(a, stage, pipe, d.sms,
-                        [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view, uint32_t blocks,
-                            const detail::KernelFlags& flags) {
-                          detail::launchStaged<Epis>(Fams{}, a, view, blocks, cfg, flags);
+                        [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view,
+                            detail::StageWorkspace& ws, uint32_t blocks, const detail::KernelFlags& flags) {
+                          detail::launchStaged<Epis>(Fams{}, a, view, ws, blocks, cfg, flags);
                         });
 }
 
@@ -187,7 +190,8 @@ void gemmFused(const GemmArgs& args0, const St0& stage0, const GemmArgs& args1, 
   const cusync::FusedScheduleView f = schedule.view(blocks);
   const auto v0 = stage0.view();
   const auto v1 = stage1.view();
-  detail::launchFused<Epis0, Epis1>(Fams{}, a0, v0, a1, v1, f, blocks, base, schedule.name());
+  detail::launchFused<Epis0, Epis1>(Fams{}, a0, v0, stage0.workspace(), a1, v1, stage1.workspace(), f, blocks, base,
+                                    schedule.name());
 }
 
 }  // namespace cusync_gemm

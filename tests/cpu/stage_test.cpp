@@ -150,3 +150,43 @@ TEST(StageErrors, PersistentBlockCountMustNotChange) {
   p.reset();
   EXPECT_NO_THROW(p.view(4));
 }
+
+// A stage's workspace (cusync/workspace.h): empty until reserved, zeroed
+// when allocated, kept while requests fit, grown to the larger of each
+// region's sizes (the outgrown buffer kept until the stage goes), its state
+// zeroed by reset().
+TEST(StageWorkspace, ReservesGrowsAndResets) {
+  HStage<policy::NoSync, P> s("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+  Workspace<HostMemory>& ws = s.workspace();
+  EXPECT_EQ(ws.buffers(), 0u);
+  EXPECT_EQ(ws.stateCapacity(), 0u);
+  const WorkspaceRegions a = ws.reserve(300, 1000);
+  EXPECT_EQ(ws.buffers(), 1u);
+  EXPECT_EQ(ws.stateCapacity(), 512u);
+  EXPECT_EQ(ws.scratchCapacity(), 1024u);
+  EXPECT_EQ(static_cast<unsigned char*>(a.scratch) - static_cast<unsigned char*>(a.state), 512);
+  for (size_t i = 0; i < 512 + 1024; ++i) ASSERT_EQ(static_cast<unsigned char*>(a.state)[i], 0) << i;
+  // Requests that fit: the same buffer and layout (scratch after the whole state).
+  const WorkspaceRegions b = ws.reserve(10, 1024);
+  EXPECT_EQ(b.state, a.state);
+  EXPECT_EQ(b.scratch, a.scratch);
+  EXPECT_EQ(ws.buffers(), 1u);
+  // A larger scratch: a new zeroed buffer keeping the larger state.
+  static_cast<unsigned char*>(a.state)[0] = 7;
+  const WorkspaceRegions c = ws.reserve(100, 5000);
+  EXPECT_NE(c.state, a.state);
+  EXPECT_EQ(ws.buffers(), 2u);
+  EXPECT_EQ(ws.stateCapacity(), 512u);
+  EXPECT_EQ(ws.scratchCapacity(), 5120u);
+  EXPECT_EQ(static_cast<unsigned char*>(c.state)[0], 0);
+  // reset() zeroes the state region of the current buffer, not its scratch.
+  static_cast<unsigned char*>(c.state)[511] = 1;
+  static_cast<unsigned char*>(c.scratch)[0] = 2;
+  s.reset();
+  EXPECT_EQ(static_cast<unsigned char*>(c.state)[511], 0);
+  EXPECT_EQ(static_cast<unsigned char*>(c.scratch)[0], 2);
+  // Nothing is shared between stages.
+  HStage<policy::NoSync, P> t("gemm2", Dim3(4, 4), Dim3(32, 32, 1));
+  EXPECT_EQ(t.workspace().buffers(), 0u);
+  EXPECT_NE(t.workspace().reserve(100, 5000).state, c.state);
+}

@@ -39,8 +39,8 @@ constexpr bool kBuiltForConv = [] {
 // resolved) with A through the im2col map and B the KRSC filter as [K, R S C].
 template <class Shape, class View>
 StageParams<bf16, View> buildConvStageParams(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View& view,
-                                             uint32_t blocks, bool evictFirstAllowed) {
-  StageParams<bf16, View> sp = gd::buildStageCommon<Shape, bf16>(g, view, blocks, evictFirstAllowed);
+                                             gd::StageWorkspace& ws, uint32_t blocks, bool evictFirstAllowed) {
+  StageParams<bf16, View> sp = gd::buildStageCommon<Shape, bf16>(g, view, ws, blocks, evictFirstAllowed);
   sp.tmA = makeIm2colMap(a, Shape::BM);
   sp.tmB = gd::makeTensorMap2D(a.w, true, static_cast<uint64_t>(a.R) * a.S * a.C, a.K, gd::kBK,
                                gd::kBRowsPerBlock<Shape>);
@@ -48,10 +48,11 @@ StageParams<bf16, View> buildConvStageParams(const Conv2dArgs& a, const cusync_g
   return sp;
 }
 
-// Launches the conv of `a` as one kernel of configuration g.config.
+// Launches the conv of `a` as one kernel of configuration g.config, of the
+// stage of `view` and workspace `ws`.
 template <class View>
-void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View& view, uint32_t blocks,
-                const cudaLaunchConfig_t& base, const KernelFlags& flags) {
+void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View& view, gd::StageWorkspace& ws,
+                uint32_t blocks, const cudaLaunchConfig_t& base, const KernelFlags& flags) {
   gd::forTableRow(
       g.config,
       [&](auto row) {
@@ -63,7 +64,7 @@ void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View&
         } else {
           gd::dispatchEpilogueFn<Shape>(ConvEpilogues{}, g, [&](auto e) {
             gd::launchStageKernel<Shape, bf16, 0, decltype(e)::value, Im2colA>(
-                buildConvStageParams<Shape>(a, g, view, blocks, flags.bEvictFirst), blocks, base,
+                buildConvStageParams<Shape>(a, g, view, ws, blocks, flags.bEvictFirst), blocks, base,
                 flags);
           });
         }

@@ -13,8 +13,8 @@ void conv2d(const Conv2dArgs& args, cudaStream_t stream) {
   const Conv2dArgs a = resolveLaunch(args, d.sms, cusync_gemm::LaunchContext::Standalone);
   const cusync_gemm::GemmArgs g = gemmOf(a);
   const uint32_t blocks = cusync_gemm::persistentBlocks(g, g.config, d.sms);
-  const gd::NoSyncView v = gd::noSyncView(g, stream, d.sms);
-  detail::launchConv(a, g, v, blocks, gd::noSyncBase(stream), gd::noSyncLaunch().flags);
+  const gd::NoSyncStage s = gd::noSyncStage(g, stream, d.sms);
+  detail::launchConv(a, g, s.view, *s.workspace, blocks, gd::noSyncBase(stream), gd::noSyncLaunch().flags);
 }
 
 }  // namespace cusync_conv

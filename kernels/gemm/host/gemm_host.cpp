@@ -1,19 +1,16 @@
 // Host side of the GEMM: configuration names and shapes, argument checks,
-// environment switches, device properties, tensor maps, split-K workspaces.
+// environment switches, device properties, tensor maps, split-K buffers.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
-#include <vector>
 
 #include "cusync/error.h"
-#include "cusync/memory.h"
+#include "cusync/workspace.h"
 #include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/host/launch_host.h"
@@ -203,49 +200,27 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
   return m;
 }
 
-SplitBuffers splitBuffers(const void* key, uint32_t tiles, uint32_t splits, uint32_t tileElems) {
-  struct Entry {
-    SplitBuffers b;
-    size_t flagsCount = 0, partialElems = 0;
-  };
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, Entry> cache;
-  int dev = 0;
-  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
+SplitBuffers splitBuffers(StageWorkspace& ws, uint32_t tiles, uint32_t splits, uint32_t tileElems) {
   const size_t flagsCount = 8 * static_cast<size_t>(tiles);  // per (tile, warpgroup), or per (tile, warp slab)
   const size_t partialElems = static_cast<size_t>(tiles) * (splits > 1 ? splits - 1 : 0) * tileElems;
-  std::lock_guard<std::mutex> lock(mu);
-  Entry& en = cache[{dev, key}];
-  if (en.b.counter != nullptr && en.flagsCount >= flagsCount && en.partialElems >= partialElems) return en.b;
-  // Grow: the old buffers may still be in use by queued launches, so they are
-  // left allocated. Allocation is allowed while a stream is being captured.
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaThreadExchangeStreamCaptureMode(&mode);
-  const size_t nf = std::max(flagsCount, en.flagsCount), np = std::max(partialElems, en.partialElems);
-  const size_t head = 256 + ((nf * 4 + 255) / 256) * 256;
-  void* p = nullptr;
-  cudaError_t e = cudaMalloc(&p, head + np * 4);
-  cudaThreadExchangeStreamCaptureMode(&mode);
-  if (e != cudaSuccess) throwCuda(e, "cudaMalloc(split-K workspace)");
-  // The counter and flags are zeroed now, on a stream of their own. On the
-  // launch's stream the memset would be recorded into a graph being captured
-  // there instead of run, and until that graph's first replay the buffers
-  // would hold what the allocation held: a launch outside the graph, or a
-  // later stage that inherits the entry (its ticket counter at a freed
-  // stage's address), would start from a stale unit counter and hang.
+  // The counter in the state region's first 256 bytes, the flags after it.
+  // Allocated (while a stream is being captured too) and zeroed on a stream
+  // of its own by the workspace: on the launch's stream the memset would be
+  // recorded into a graph being captured there instead of run, and until
+  // that graph's first replay a launch outside it would start from whatever
+  // the allocation held (a stale unit counter hangs the kernel).
+  cusync::WorkspaceRegions r;
   try {
-    cusync::DeviceMemory::zero(p, head);
-  } catch (const cusync::Error& z) {
-    cudaFree(p);
-    throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", std::string("zeroing the split-K workspace: ") + z.what());
+    r = ws.reserve(256 + flagsCount * 4, partialElems * 4);
+  } catch (const cusync::Error& e) {
+    throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", std::string("split-K workspace: ") + e.what());
   }
-  unsigned char* b = static_cast<unsigned char*>(p);
-  en.b.counter = reinterpret_cast<unsigned long long*>(b);
-  en.b.flags = reinterpret_cast<uint32_t*>(b + 256);
-  en.b.partials = reinterpret_cast<float*>(b + head);
-  en.flagsCount = nf;
-  en.partialElems = np;
-  return en.b;
+  SplitBuffers b;
+  unsigned char* state = static_cast<unsigned char*>(r.state);
+  b.counter = reinterpret_cast<unsigned long long*>(state);
+  b.flags = reinterpret_cast<uint32_t*>(state + 256);
+  b.partials = static_cast<float*>(r.scratch);
+  return b;
 }
 
 const DeviceInfo& requireHopper() {

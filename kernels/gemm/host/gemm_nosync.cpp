@@ -39,8 +39,8 @@ cudaLaunchConfig_t noSyncBase(cudaStream_t stream) {
   return base;
 }
 
-NoSyncView noSyncView(const GemmArgs& a, cudaStream_t stream, int sms) {
-  using NoSyncStage = cusync::Stage<cusync::policy::NoSync, cusync::policy::NoSync>;
+NoSyncStage noSyncStage(const GemmArgs& a, cudaStream_t stream, int sms) {
+  using Stage = cusync::Stage<cusync::policy::NoSync, cusync::policy::NoSync>;
   const cusync::Dim3 grid = stageGrid(a, a.config);
   const cusync::Dim3 tile = stageTile(a, a.config);
   const uint32_t takers = ticketBlocks(a, a.config, sms);
@@ -48,14 +48,14 @@ NoSyncView noSyncView(const GemmArgs& a, cudaStream_t stream, int sms) {
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) throwCuda(e, "cudaGetDevice");
   using Key = std::tuple<int, cudaStream_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int>;
   static std::mutex mu;
-  static std::map<Key, std::unique_ptr<NoSyncStage>> stages;
+  static std::map<Key, std::unique_ptr<Stage>> stages;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = stages[Key{dev, stream, grid.x, grid.y, tile.x, tile.y, takers, static_cast<int>(a.config)}];
   if (!slot) {
-    slot = std::make_unique<NoSyncStage>("gemm", grid, tile);
+    slot = std::make_unique<Stage>("gemm", grid, tile);
     slot->setOrder(cusync::GroupedOrder{orderGroup(a.config)});
   }
-  return slot->view(takers);
+  return NoSyncStage{slot->view(takers), &slot->workspace()};
 }
 
 }  // namespace detail
@@ -66,14 +66,14 @@ void gemm(const GemmArgs& args, cudaStream_t stream) {
   GemmArgs a = args;
   a.config = resolveConfig(args, d.sms, LaunchContext::Standalone);
   const uint32_t blocks = persistentBlocks(a, a.config, d.sms);
-  const detail::NoSyncView v = detail::noSyncView(a, stream, d.sms);
+  const detail::NoSyncStage s = detail::noSyncStage(a, stream, d.sms);
   const cudaLaunchConfig_t base = detail::noSyncBase(stream);
   const detail::KernelFlags& flags = detail::noSyncLaunch().flags;
   switch (detail::familyOf(a)) {
-    case detail::Family::Bf16NK: return detail::launchNoSync<detail::Family::Bf16NK>(a, v, blocks, base, flags);
-    case detail::Family::Bf16KN: return detail::launchNoSync<detail::Family::Bf16KN>(a, v, blocks, base, flags);
-    case detail::Family::F16NK: return detail::launchNoSync<detail::Family::F16NK>(a, v, blocks, base, flags);
-    case detail::Family::F16KN: return detail::launchNoSync<detail::Family::F16KN>(a, v, blocks, base, flags);
+    case detail::Family::Bf16NK: return detail::launchNoSync<detail::Family::Bf16NK>(a, s, blocks, base, flags);
+    case detail::Family::Bf16KN: return detail::launchNoSync<detail::Family::Bf16KN>(a, s, blocks, base, flags);
+    case detail::Family::F16NK: return detail::launchNoSync<detail::Family::F16NK>(a, s, blocks, base, flags);
+    case detail::Family::F16KN: return detail::launchNoSync<detail::Family::F16KN>(a, s, blocks, base, flags);
   }
 }
 

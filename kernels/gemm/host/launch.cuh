@@ -1,8 +1,8 @@
 // Host launch of the GEMM kernel: kernel parameters (tensor maps, the split
-// and KCut workspaces), shared-memory limits, and the dispatch from a
-// configuration's table row (tile_config.h) and epilogue to a kernel
-// instantiation. Included by the translation units that instantiate kernels
-// (host/instances/*.cu, gemm_staged.cuh users) for sm_90a.
+// and KCut buffers in the stage's workspace), shared-memory limits, and the
+// dispatch from a configuration's table row (tile_config.h) and epilogue to a
+// kernel instantiation. Included by the translation units that instantiate
+// kernels (host/instances/*.cu, gemm_staged.cuh users) for sm_90a.
 #pragma once
 
 #include <cuda.h>
@@ -45,15 +45,16 @@ void prepareKernel(K* k, int smem, std::atomic<uint64_t>& prepared) {
   prepared.fetch_or(bit, std::memory_order_acq_rel);
 }
 
-// Split K: the parts per split tile, the leading whole tiles, and the
-// stage's workspace for a launch of `a` (config resolved) with `blocks` blocks.
+// Split K: the parts per split tile, the leading whole tiles, and their
+// buffers in the stage's workspace `ws` for a launch of `a` (config
+// resolved) with `blocks` blocks.
 template <class Shape, class View>
-ScheduleParams splitParams(const GemmArgs& a, const View& view, uint32_t blocks) {
+ScheduleParams splitParams(const GemmArgs& a, const View& view, StageWorkspace& ws, uint32_t blocks) {
   const int sms = currentDevice().sms;
   const uint32_t S = splitCount(a, a.config, sms);
   const uint32_t whole = S > 1 ? unsplitTiles(a, a.config, sms) : view.numTiles;
   const uint32_t split = view.numTiles - whole;
-  const SplitBuffers w = splitBuffers(view.tickets, split, S, Shape::BM * Shape::BN);
+  const SplitBuffers w = splitBuffers(ws, split, S, Shape::BM * Shape::BN);
   ScheduleParams sp{};
   sp.counter = w.counter;
   sp.flags = w.flags;
@@ -66,14 +67,14 @@ ScheduleParams splitParams(const GemmArgs& a, const View& view, uint32_t blocks)
 }
 
 // KCut: the group count and one partial slot and two flags per block (each
-// block writes at most one partial, for the first unit of its range).
+// block writes at most one partial, for the first unit of its range), in `ws`.
 template <class Shape, class View>
-ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks) {
+ScheduleParams kCutParams(const GemmArgs& a, const View& view, StageWorkspace& ws, uint32_t blocks) {
   const uint32_t groups = kCutGroups(a, a.config, currentDevice().sms);
   if (groups * view.shape.grid.y != blocks)
     throw cusync::Error(cusync::ErrorCode::GridMismatch, "gemm",
                         "a KCut launch needs one block per 128-row band in each group (persistentBlocks)");
-  const SplitBuffers w = splitBuffers(view.tickets, blocks, 2, Shape::BM * Shape::BN);
+  const SplitBuffers w = splitBuffers(ws, blocks, 2, Shape::BM * Shape::BN);
   ScheduleParams sp{};
   sp.flags = w.flags;
   sp.partials = w.partials;
@@ -82,10 +83,11 @@ ScheduleParams kCutParams(const GemmArgs& a, const View& view, uint32_t blocks) 
 }
 
 // One stage's kernel parameters for a launch of `a` (config resolved) with
-// `blocks` blocks, all but the tensor maps of A and B: C's map, workspaces,
-// and for a stage that waits the weights its units prefetch while waiting.
+// `blocks` blocks, all but the tensor maps of A and B: C's map, the split
+// and KCut buffers (in the stage's workspace `ws`), and for a stage that
+// waits the weights its units prefetch while waiting.
 template <class Shape, class T, class View>
-StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint32_t blocks,
+StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, StageWorkspace& ws, uint32_t blocks,
                                       bool evictFirstAllowed) {
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
   StageParams<T, View> sp{};
@@ -102,8 +104,8 @@ StageParams<T, View> buildStageCommon(const GemmArgs& a, const View& view, uint3
   sp.view = view;
   sp.bEvictFirst = evictFirstAllowed && weightsEvictFirst(a.M, a.K);
   if constexpr (Shape::kSchedule == Schedule::SplitK || Shape::kSchedule == Schedule::TailSplit)
-    sp.sched = splitParams<Shape>(a, view, blocks);
-  if constexpr (Shape::kSchedule == Schedule::KCut) sp.sched = kCutParams<Shape>(a, view, blocks);
+    sp.sched = splitParams<Shape>(a, view, ws, blocks);
+  if constexpr (Shape::kSchedule == Schedule::KCut) sp.sched = kCutParams<Shape>(a, view, ws, blocks);
   if constexpr (!cusync::policy::isNoSync<typename View::In>)
     sp.prefetchKBlocks = prefetchKBlocks(static_cast<uint64_t>((a.K + kBK - 1) / kBK),
                                          static_cast<uint64_t>(Shape::BN) * kBK * sizeof(T),
@@ -118,10 +120,10 @@ constexpr int kBRowsPerBlock = Shape::kSchedule == Schedule::ClusterPair ? Shape
 
 // The same with the GEMM's own tensor maps of A (row-major [M, K], read by TmaTileA) and B.
 template <class Shape, class T, int TB, class View>
-StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, uint32_t blocks,
+StageParams<T, View> buildStageParams(const GemmArgs& a, const View& view, StageWorkspace& ws, uint32_t blocks,
                                       bool evictFirstAllowed) {
   constexpr bool bf = std::is_same_v<T, __nv_bfloat16>;
-  StageParams<T, View> sp = buildStageCommon<Shape, T>(a, view, blocks, evictFirstAllowed);
+  StageParams<T, View> sp = buildStageCommon<Shape, T>(a, view, ws, blocks, evictFirstAllowed);
   sp.tmA = makeTensorMap2D(a.A, bf, a.K, a.M, kBK, Shape::BM);
   // [K, N]: 64-column boxes, a pair's blocks each loading half of them.
   sp.tmB = TB == 0 ? makeTensorMap2D(a.B, bf, a.K, a.N, kBK, kBRowsPerBlock<Shape>)
@@ -166,12 +168,12 @@ void launchStageKernel(const StageParams<T, View>& sp, uint32_t blocks, const cu
   launchPrepared(k, smem, prepared, blocks, base, &kp);
 }
 
-// Launches the GEMM of `a` as one kernel.
+// Launches the GEMM of `a` as one kernel of the stage of `view` and `ws`.
 template <class Shape, class T, int TB, Epilogue E, class View>
-void launchKernel(const GemmArgs& a, const View& view, uint32_t blocks, const cudaLaunchConfig_t& base,
-                  const KernelFlags& flags) {
+void launchKernel(const GemmArgs& a, const View& view, StageWorkspace& ws, uint32_t blocks,
+                  const cudaLaunchConfig_t& base, const KernelFlags& flags) {
   launchStageKernel<Shape, T, TB, E, TmaTileA>(
-      buildStageParams<Shape, T, TB>(a, view, blocks, flags.bEvictFirst), blocks, base, flags);
+      buildStageParams<Shape, T, TB>(a, view, ws, blocks, flags.bEvictFirst), blocks, base, flags);
 }
 
 // A kernel whose stages wait on inputs runs its waiter as waiterChoice() says.
@@ -183,15 +185,16 @@ inline void applyWaiterChoice(KernelFlags& f) {
 
 // Launches a fused kernel of two stages with one tile shape.
 template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class V0, class V1>
-void launchFusedKernel(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
-                       const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
+void launchFusedKernel(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1, const V1& v1,
+                       StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
+                       const cudaLaunchConfig_t& base) {
   using KP = KernelParams<T, V0, V1>;
   static_assert(Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK,
                 "fused stages run whole tiles or 64-row split tiles");
   constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
   KP kp{};
-  kp.s0 = buildStageParams<Shape, T, TB>(a0, v0, blocks, true);
-  kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, blocks, true);
+  kp.s0 = buildStageParams<Shape, T, TB>(a0, v0, ws0, blocks, true);
+  kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, ws1, blocks, true);
   kp.fused = f;
   kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
   applyWaiterChoice(kp.flags);
@@ -224,9 +227,10 @@ void dispatchEpilogueFn(Epilogues<Es...>, const GemmArgs& a, F&& f) {
 }
 
 template <class Shape, class T, int TB, class View, class Epis>
-void dispatchEpilogue(Epis epis, const GemmArgs& a, const View& v, uint32_t blocks, const cudaLaunchConfig_t& base,
-                      const KernelFlags& f) {
-  dispatchEpilogueFn<Shape>(epis, a, [&](auto e) { launchKernel<Shape, T, TB, decltype(e)::value>(a, v, blocks, base, f); });
+void dispatchEpilogue(Epis epis, const GemmArgs& a, const View& v, StageWorkspace& ws, uint32_t blocks,
+                      const cudaLaunchConfig_t& base, const KernelFlags& f) {
+  dispatchEpilogueFn<Shape>(
+      epis, a, [&](auto e) { launchKernel<Shape, T, TB, decltype(e)::value>(a, v, ws, blocks, base, f); });
 }
 
 // Calls f(std::integral_constant<size_t, I>) for the table row I of configuration c.
@@ -239,10 +243,10 @@ void forTableRow(TileConfig c, F&& f, std::index_sequence<I...>) {
 }
 
 // Every configuration and epilogue (of Epis) of one family, for one stage
-// view type; a.config must be resolved.
+// view type; a.config must be resolved. `ws` is the stage's workspace.
 template <class T, int TB, class View, class Epis = AllEpilogues>
-void launchFamily(const GemmArgs& a, const View& v, uint32_t blocks, const cudaLaunchConfig_t& base,
-                  const KernelFlags& f) {
+void launchFamily(const GemmArgs& a, const View& v, StageWorkspace& ws, uint32_t blocks,
+                  const cudaLaunchConfig_t& base, const KernelFlags& f) {
   forTableRow(
       a.config,
       [&](auto row) {
@@ -252,7 +256,7 @@ void launchFamily(const GemmArgs& a, const View& v, uint32_t blocks, const cudaL
                               std::string("tile configuration ") + toString(a.config) +
                                   " runs only without a stage: its blocks take no tickets");
         } else {
-          dispatchEpilogue<Shape, T, TB>(Epis{}, a, v, blocks, base, f);
+          dispatchEpilogue<Shape, T, TB>(Epis{}, a, v, ws, blocks, base, f);
         }
       },
       std::make_index_sequence<kNumTileConfigs>{});
@@ -261,8 +265,9 @@ void launchFamily(const GemmArgs& a, const View& v, uint32_t blocks, const cudaL
 // The fused kernel of configuration a0.config (== a1.config) for epilogues
 // in Epis0 x Epis1.
 template <class T, int TB, class Epis0, class Epis1, class V0, class V1>
-void launchFusedFamily(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, const V1& v1,
-                       const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
+void launchFusedFamily(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1, const V1& v1,
+                       StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
+                       const cudaLaunchConfig_t& base) {
   forTableRow(
       a0.config,
       [&](auto row) {
@@ -274,8 +279,8 @@ void launchFusedFamily(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, con
         } else {
           auto second = [&](auto e0) {
             dispatchEpilogueFn<Shape>(Epis1{}, a1, [&](auto e1) {
-              launchFusedKernel<Shape, T, TB, decltype(e0)::value, decltype(e1)::value>(a0, v0, a1, v1, f, blocks,
-                                                                                         base);
+              launchFusedKernel<Shape, T, TB, decltype(e0)::value, decltype(e1)::value>(a0, v0, ws0, a1, v1, ws1,
+                                                                                         f, blocks, base);
             });
           };
           dispatchEpilogueFn<Shape>(Epis0{}, a0, second);
@@ -293,7 +298,7 @@ void launchFusedFamily(const GemmArgs& a0, const V0& v0, const GemmArgs& a1, con
       cusync_gemm::detail::FamilyType<cusync_gemm::detail::Family::FAMILY>,                                \
       cusync_gemm::detail::kFamilyTransB<cusync_gemm::detail::Family::FAMILY>, cusync::StageView<In, Out>,  \
       cusync_gemm::detail::AllEpilogues>(const cusync_gemm::GemmArgs&, const cusync::StageView<In, Out>&,   \
-                                         uint32_t, const cudaLaunchConfig_t&,                                \
-                                         const cusync_gemm::detail::KernelFlags&);
+                                         cusync_gemm::detail::StageWorkspace&, uint32_t,                     \
+                                         const cudaLaunchConfig_t&, const cusync_gemm::detail::KernelFlags&);
 #define CUSYNC_GEMM_INSTANTIATE_FAMILY(FAMILY, In, Out) CUSYNC_GEMM_FAMILY_DECL_(FAMILY, In, Out)
 #define CUSYNC_GEMM_EXTERN_FAMILY(FAMILY, In, Out) extern CUSYNC_GEMM_FAMILY_DECL_(FAMILY, In, Out)

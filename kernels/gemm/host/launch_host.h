@@ -1,5 +1,6 @@
 // Host helpers of the GEMM launch: cached device properties, tensor maps
-// through the driver entry point, the split-K workspace, errors. Plain C++.
+// through the driver entry point, the split-K buffers in a stage's workspace,
+// errors. Plain C++.
 #pragma once
 
 #include <cuda.h>
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 
+#include "cusync/workspace.h"
 #include "kernels/gemm/gemm.h"
 
 namespace cusync_gemm::detail {
@@ -56,16 +58,19 @@ WaiterChoice waiterChoice();
 
 [[noreturn]] void throwCuda(cudaError_t e, const char* what);
 
-// Split-K buffers of one stage (key: its ticket counter), grown on demand,
-// their counter and flags zeroed before the call returns (also while a
-// stream is being captured); never freed. Every completed run leaves them
-// zero, so a stage that inherits an entry (its ticket counter at the address
-// of a freed stage's) starts clean.
+// What a stage keeps for its launches between runs: cusync::Stage::workspace().
+using StageWorkspace = cusync::Workspace<cusync::DeviceMemory>;
+
+// Split-K buffers of one stage, in its workspace: the unit counter and flags
+// in the state region (zeroed when allocated, also while a stream is being
+// captured, and left zero by every completed run), the partials in the
+// scratch region. Grown, never shrunk, when a launch needs more (a larger
+// split, or more split tiles); freed with the stage.
 struct SplitBuffers {
   unsigned long long* counter = nullptr;
   uint32_t* flags = nullptr;  // 8 per split tile (per warpgroup: 2 used; per warp slab: 8)
   float* partials = nullptr;  // split tiles x (splits - 1) x tileElems
 };
-SplitBuffers splitBuffers(const void* key, uint32_t splitTiles, uint32_t splits, uint32_t tileElems);
+SplitBuffers splitBuffers(StageWorkspace& ws, uint32_t splitTiles, uint32_t splits, uint32_t tileElems);
 
 }  // namespace cusync_gemm::detail

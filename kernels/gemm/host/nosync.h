@@ -30,19 +30,24 @@ struct NoSyncLaunch {
 const NoSyncLaunch& noSyncLaunch();
 // The launch configuration's stream and attributes for such a launch on `stream`.
 cudaLaunchConfig_t noSyncBase(cudaStream_t stream);
-// The view of a NoSync stage for a launch of `a` (config resolved) on
-// `stream`: one stage per (device, stream, grid, ticket blocks,
-// configuration), so that concurrent launches never share a ticket counter,
-// and every launch on a counter decodes its tickets alike (tile and split
-// schedules count tickets differently).
-NoSyncView noSyncView(const GemmArgs& a, cudaStream_t stream, int sms);
+// The view and workspace of a NoSync stage for a launch of `a` (config
+// resolved) on `stream`: one stage per (device, stream, grid, ticket blocks,
+// configuration), so that concurrent launches never share a ticket counter
+// or split-K buffers, and every launch on a counter decodes its tickets alike
+// (tile and split schedules count tickets differently). These stages are
+// held until the program exits.
+struct NoSyncStage {
+  NoSyncView view;
+  StageWorkspace* workspace = nullptr;
+};
+NoSyncStage noSyncStage(const GemmArgs& a, cudaStream_t stream, int sms);
 
 template <Family F>
-void launchNoSync(const GemmArgs& a, const NoSyncView& v, uint32_t blocks, const cudaLaunchConfig_t& base,
+void launchNoSync(const GemmArgs& a, const NoSyncStage& s, uint32_t blocks, const cudaLaunchConfig_t& base,
                   const KernelFlags& flags);
-#define CUSYNC_GEMM_NOSYNC_DECL(F)                                                                        \
-  template <>                                                                                             \
-  void launchNoSync<Family::F>(const GemmArgs&, const NoSyncView&, uint32_t, const cudaLaunchConfig_t&, \
+#define CUSYNC_GEMM_NOSYNC_DECL(F)                                                                         \
+  template <>                                                                                              \
+  void launchNoSync<Family::F>(const GemmArgs&, const NoSyncStage&, uint32_t, const cudaLaunchConfig_t&, \
                                const KernelFlags&);
 CUSYNC_GEMM_NOSYNC_DECL(Bf16NK)
 CUSYNC_GEMM_NOSYNC_DECL(Bf16KN)
