@@ -72,6 +72,15 @@ struct Problem {
     }
     EXPECT_EQ(bad, 0) << what;
   }
+
+  // One launch of `a` on `stage` into poisoned C, waited for and checked.
+  template <class Stage>
+  void launchAndCheck(const GemmArgs& a, Stage& stage, cudaStream_t s, const std::string& what) {
+    ASSERT_NO_FATAL_FAILURE(poison());
+    ASSERT_NO_THROW(gemm(a, stage, s));
+    CK(cudaStreamSynchronize(s));
+    ASSERT_NO_FATAL_FAILURE(check(what));
+  }
 };
 
 std::unique_ptr<SplitStage> makeStage(const GemmArgs& a) {
@@ -98,13 +107,10 @@ TEST(GemmGpuSplitK, StagesInALoopFreeTheirWorkspaces) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto once = [&](int i) {
-    ASSERT_NO_FATAL_FAILURE(p.poison());
     std::unique_ptr<SplitStage> st = makeStage(a);
-    ASSERT_NO_THROW(gemm(a, *st, s));
-    CK(cudaStreamSynchronize(s));
+    ASSERT_NO_FATAL_FAILURE(p.launchAndCheck(a, *st, s, "iteration " + std::to_string(i)));
     EXPECT_EQ(st->workspace().buffers(), 1u);
     EXPECT_GE(st->workspace().scratchCapacity(), partialBytes) << "the partials are not in the stage's workspace";
-    ASSERT_NO_FATAL_FAILURE(p.check("iteration " + std::to_string(i)));
   };
   // A first round loads the kernels and makes what lives for the program
   // (device properties, streams), then the baseline.
@@ -163,12 +169,7 @@ TEST(GemmGpuSplitK, StageAtAReusedAddressComputesRight) {
       CK(cudaGraphDestroy(g));
       if (threw) break;
     }
-    for (int run = 0; run < 2; ++run) {
-      ASSERT_NO_FATAL_FAILURE(p.poison());
-      ASSERT_NO_THROW(gemm(a, *st, s));
-      CK(cudaStreamSynchronize(s));
-      ASSERT_NO_FATAL_FAILURE(p.check("run " + std::to_string(run)));
-    }
+    for (int run = 0; run < 2; ++run) ASSERT_NO_FATAL_FAILURE(p.launchAndCheck(a, *st, s, "run " + std::to_string(run)));
     EXPECT_EQ(st->workspace().buffers(), 1u);
   }
   std::printf("[          ] %d of 5 stages were made at their predecessor's address\n", reused);
@@ -192,10 +193,7 @@ TEST(GemmGpuSplitK, StageWorkspaceGrowsWithTheSplit) {
   } steps[] = {{2, 1}, {8, 2}, {2, 2}, {8, 2}, {16, 3}};
   for (const auto& step : steps) {
     SCOPED_TRACE("splitK " + std::to_string(step.splitK));
-    ASSERT_NO_FATAL_FAILURE(p.poison());
-    ASSERT_NO_THROW(gemm(p.args(step.splitK), *st, s));
-    CK(cudaStreamSynchronize(s));
-    ASSERT_NO_FATAL_FAILURE(p.check("splitK " + std::to_string(step.splitK)));
+    ASSERT_NO_FATAL_FAILURE(p.launchAndCheck(p.args(step.splitK), *st, s, "splitK " + std::to_string(step.splitK)));
     EXPECT_EQ(st->workspace().buffers(), step.buffers);
     EXPECT_GE(st->workspace().scratchCapacity(), tiles * (step.splitK - 1) * 64 * 128 * 4);
   }
