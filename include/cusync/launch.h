@@ -96,6 +96,7 @@ class Pipeline {
     if (shape.ticketBlocks > blocks)
       throw Error(ErrorCode::GridMismatch, stage.name(),
                   std::to_string(shape.ticketBlocks) + " ticket-taking blocks in a launch of " + std::to_string(blocks));
+    stage.requireProducersLaunched();
     const uint32_t takers = shape.ticketBlocks != 0 ? shape.ticketBlocks : blocks;
     const typename StageT::View view = stage.view(shape.persistent ? takers : 0);
     const Placement p = place(mode_, position_++, stage.isConsumer(), stage.opts());
@@ -130,6 +131,7 @@ class Pipeline {
     cfg.attrs = attrs;
     cfg.numAttrs = n;
     cudaCheck(launcher(static_cast<const cudaLaunchConfig_t&>(cfg), view), "launch", stage.name());
+    stage.countLaunch();
   }
 
   // Ends one run: joins the side streams back into the caller's stream.

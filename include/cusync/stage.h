@@ -12,7 +12,10 @@
 // Runs are counted on the device (one ticket per tile per run), so a producer
 // and its consumers must be launched the same number of times; a stage
 // launched alone (say, a warm-up of the producer) breaks the pairing until
-// reset() is called on every stage of the pipeline.
+// reset() is called on every stage of the pipeline. The launchers
+// (cusync::Pipeline, emu::Pipeline) also count launches on the host and
+// refuse to launch a consumer whose producers have not been launched more
+// often than it: launched first, it would wait forever.
 //
 // A kernel library may keep memory with a stage between runs (the GEMM's
 // split-K counter, flags and partials) in the stage's workspace(), which the
@@ -20,6 +23,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +45,8 @@ class Stage {
   using In = InPolicy;
   using Out = OutPolicy;
   using View = StageView<InPolicy, OutPolicy>;
+  template <class, class, class>
+  friend class Stage;
 
   Stage(std::string name, Dim3 grid, Dim3 tile, InPolicy in = {}, OutPolicy out = {}, int opts = NoOptimization)
       : name_(std::move(name)), in_(in), out_(out), opts_(opts) {
@@ -99,6 +106,8 @@ class Stage {
     link.prod = prod.shape();
     link.policy = pol;
     producerStarted_[numInputs_] = prod.startedFlag();
+    producerLaunches_[numInputs_] = prod.launches_;
+    producerNames_[numInputs_] = prod.name();
     ++numInputs_;
   }
 
@@ -149,6 +158,7 @@ class Stage {
   // stages of a pipeline must be reset together, with no kernel of theirs running.
   void reset() {
     ticketsPerRun_ = 0;
+    *launches_ = 0;
     Memory::zero(tickets_, 2 * sizeof(unsigned long long));
     Memory::zero(started_, sizeof(uint32_t));
     if (sems_) Memory::zero(sems_, semCount_ * sizeof(uint32_t));
@@ -160,6 +170,25 @@ class Stage {
   // destructor. Launches take the stage by const reference, so this is too;
   // Workspace::reserve is safe from several threads.
   Workspace<Memory>& workspace() const { return workspace_; }
+
+  // Launches of this stage counted by the launchers since construction or
+  // reset(). A launcher calls requireProducersLaunched() before it launches
+  // the stage and countLaunch() once the launch is enqueued: the k-th launch
+  // of a consumer needs every producer launched at least k times, since a
+  // consumer launched before its producer waits forever (serial and pdl
+  // modes run it first; streams mode gives it the higher priority).
+  uint64_t launches() const { return *launches_; }
+  void requireProducersLaunched() const {
+    for (uint32_t i = 0; i < numInputs_; ++i)
+      if (*producerLaunches_[i] <= *launches_)
+        fail(ErrorCode::UnpairedStage,
+             "launch " + std::to_string(*launches_ + 1) + " of this stage comes before launch " +
+                 std::to_string(*launches_ + 1) + " of its producer '" + producerNames_[i] + "' (input " +
+                 std::to_string(i) + "; its launches since its last reset: " + std::to_string(*producerLaunches_[i]) +
+                 "): launch every producer before its consumers in each run, or a "
+                 "consumer waits forever");
+  }
+  void countLaunch() const { ++*launches_; }
 
   const std::string& name() const { return name_; }
   const StageShape& shape() const { return shape_; }
@@ -280,6 +309,11 @@ class Stage {
   uint32_t orderGroup_ = 0;  // see StageView::orderGroup
   InputLink<InPolicy> links_[kMaxInputs];
   uint32_t* producerStarted_[kMaxInputs] = {};
+  // Host launch counts: this stage's (shared with its consumers, which may
+  // outlive it) and its producers'.
+  std::shared_ptr<uint64_t> launches_ = std::make_shared<uint64_t>(0);
+  std::shared_ptr<const uint64_t> producerLaunches_[kMaxInputs];
+  std::string producerNames_[kMaxInputs];
   uint32_t numInputs_ = 0;
   mutable Workspace<Memory> workspace_;
 };

@@ -120,6 +120,38 @@ TEST(StageErrors, LaunchGridMismatchAndBadMode) {
   EXPECT_EQ(parseLaunchMode("streams"), LaunchMode::Streams);
 }
 
+// A consumer launched before its producer would wait forever on the GPU:
+// the launcher refuses it, naming both stages, in every mode and every run,
+// and reset() starts the count again. The producer launched ahead (a
+// warm-up) is allowed. The emulator only runs what the launcher accepts.
+TEST(StageErrors, ConsumerLaunchedBeforeItsProducerIsRefused) {
+  for (LaunchMode mode : {LaunchMode::Serial, LaunchMode::Streams, LaunchMode::Pdl}) {
+    SCOPED_TRACE(toString(mode));
+    HStage<policy::NoSync, R> p("gemm1", Dim3(4, 4), Dim3(32, 32, 1));
+    HStage<R, policy::NoSync> c("gemm2", Dim3(4, 4), Dim3(32, 32, 32));
+    pair(p, c);
+    emu::Emulator e({2, 1});
+    emu::Pipeline pipe(e, mode);
+    const auto nothing = [](const auto&, emu::Block&) {};
+    EXPECT_CUSYNC_ERROR(pipe.launch(c, nothing), ErrorCode::UnpairedStage,
+                        "launch 1 of this stage comes before launch 1 of its producer 'gemm1'");
+    EXPECT_EQ(c.launches(), 0u);
+    pipe.launch(p, nothing);
+    pipe.launch(c, nothing);
+    pipe.finish();
+    EXPECT_EQ(p.launches(), 1u);
+    EXPECT_EQ(c.launches(), 1u);
+    EXPECT_CUSYNC_ERROR(pipe.launch(c, nothing), ErrorCode::UnpairedStage, "its launches since its last reset: 1)");
+    pipe.launch(p, nothing);
+    pipe.launch(p, nothing);  // a producer may run ahead
+    pipe.launch(c, nothing);
+    pipe.finish();
+    p.reset();
+    c.reset();
+    EXPECT_CUSYNC_ERROR(pipe.launch(c, nothing), ErrorCode::UnpairedStage, "before launch 1 of its producer");
+  }
+}
+
 // Where each stage goes: in a Pdl pipeline consumers after the first
 // position are programmatic, and so is a first stage whose kernel waits for
 // prior grids; no other mode launches programmatically.

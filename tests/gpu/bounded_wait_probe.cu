@@ -20,11 +20,11 @@ int main() {
   pair(producer, consumer);
   float* buf = nullptr;
   cudaMalloc(&buf, sizeof(float) * 64 * 128 * 3);
-  Pipeline pipe(LaunchMode::Serial);
-  pipe.launch(consumer, examples::tiledGemm<decltype(consumer)::View>,
-              LaunchShape{dim3(consumer.numTiles()), dim3(kTile, kTile)}, buf, buf + 64 * 128, buf + 2 * 64 * 128,
-              64, 128, 128, 128);
-  pipe.finish();
+  // Launched directly: cusync's launchers refuse a consumer whose producer
+  // has not been launched (Stage::requireProducersLaunched); the bounded wait
+  // is the device's answer to whatever gets past them.
+  examples::tiledGemm<decltype(consumer)::View><<<dim3(consumer.numTiles()), dim3(kTile, kTile)>>>(
+      consumer.view(), buf, buf + 64 * 128, buf + 2 * 64 * 128, 64, 128, 128, 128);
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("host: kernel ended with '%s'\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 1 : 0;

@@ -25,6 +25,7 @@ class Pipeline {
       throw Error(ErrorCode::GridMismatch, stage.name(),
                   "launch has " + std::to_string(grid.count()) + " blocks for " + std::to_string(stage.numTiles()) +
                       " tiles");
+    stage.requireProducersLaunched();
     const Placement p = place(mode_, position_++, stage.isConsumer(), stage.opts());
     const uint32_t s = streamFor(p);
     if (p.startGate) {
@@ -38,6 +39,7 @@ class Pipeline {
     // the emulator runs it as an ordinary launch.
     const bool programmatic = p.programmatic && !(stage.opts() & WaitsForPriorGrid);
     emu_.launch(s, stage.name(), grid, [view, program](Block& b) { program(view, b); }, programmatic);
+    stage.countLaunch();
   }
 
   // The emulator stream that the stage at `position` goes to under this mode.
