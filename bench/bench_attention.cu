@@ -43,7 +43,6 @@
 #include "bench_util.cuh"
 #include "rel_err.cuh"
 #include "kernels/attention/block_plan.h"
-#include "kernels/attention/env.h"
 #include "kernels/baseline/cublaslt_gemm.h"
 #ifdef CUSYNC_HAVE_ATTENTION
 #include "kernels/attention/attention.h"
@@ -188,12 +187,6 @@ std::string attentionBenchVariantHelp() {
   std::string s;
   for (const VariantInfo& v : variantTable())
     s += std::string("  ") + v.name + ": " + v.what + (v.ours && !kHaveAttention ? " (not in this binary)" : "") + "\n";
-  return s;
-}
-
-std::string attentionEnvSwitches() {
-  std::string s;
-  for (const cusync_gemm::EnvSwitch& e : cusync_attn::kEnvSwitches) s += std::string("  ") + e.name + e.effect + "\n";
   return s;
 }
 

@@ -28,8 +28,6 @@ inline const std::vector<int64_t> kPrefillMs = {512, 1024, 2048, 4096};
 std::vector<std::string> attentionBenchVariants();
 // One line per variant for --help: "name: what it runs".
 std::string attentionBenchVariantHelp();
-// The attention's environment switches (kernels/attention/env.h) for --help.
-std::string attentionEnvSwitches();
 
 // Exit status: 0 done, 1 a failure (a variant failed its check, a CUDA
 // error, an output file could not be written), 3 no Hopper GPU here.

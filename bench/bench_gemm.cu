@@ -21,7 +21,6 @@
 #include "bench_output.h"
 #include "bench_util.cuh"
 #include "kernels/baseline/cublaslt_gemm.h"
-#include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/mlp/mlp.h"
 #include "kernels/testing/activation_ref.h"
@@ -91,12 +90,6 @@ std::vector<std::string> gemmBenchConfigs() {
   std::vector<std::string> names = {toString(TileConfig::Auto)};
   for (const TileConfigRow& r : kTileConfigs) names.push_back(r.name);
   return names;
-}
-
-std::string gemmEnvSwitches() {
-  std::string s;
-  for (const EnvSwitch& e : kEnvSwitches) s += std::string("  ") + e.name + e.effect + "\n";
-  return s;
 }
 
 int benchGemm(const GemmBenchOptions& o) {

@@ -24,8 +24,6 @@ struct GemmBenchOptions {
 // The names --shape and --config accept.
 std::vector<std::string> gemmBenchShapes();
 std::vector<std::string> gemmBenchConfigs();
-// The GEMM's environment switches (for A/B runs of one binary), one per line.
-std::string gemmEnvSwitches();
 
 // Exit status: 0 done, 1 a failure, 3 no Hopper GPU here.
 int benchGemm(const GemmBenchOptions& o);

@@ -2,6 +2,7 @@
 // Every option is parsed and checked here; the commands get them as option
 // structs (bench_gemm.h, bench_mlp.h, bench_conv.h, bench_attention.h).
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "bench_gemm.h"
 #include "bench_mlp.h"
 #include "cusync_cli.h"
+#include "kernels/attention/env.h"
+#include "kernels/gemm/env.h"
 #include "watchdog.h"
 
 namespace {
@@ -43,6 +46,15 @@ std::string join(const std::vector<std::string>& names) {
 std::string joinNumbers(const std::vector<int64_t>& values) {
   std::string s;
   for (int64_t v : values) s += (s.empty() ? "" : ", ") + std::to_string(v);
+  return s;
+}
+
+// The environment switches of a kernel family (kernels/*/env.h), one per
+// line, for --help.
+template <size_t N>
+std::string envSwitchHelp(const cusync_gemm::EnvSwitch (&switches)[N]) {
+  std::string s;
+  for (const cusync_gemm::EnvSwitch& e : switches) s += std::string("  ") + e.name + e.effect + "\n";
   return s;
 }
 
@@ -85,7 +97,7 @@ void addGemm(CLI::App& app, GemmBenchOptions& o) {
               "after each row, one traced launch of ours: per-tile MMA time, epilogue and the gap before the\n"
               "next tile (medians), and the launch's start: block start to its first ticket and first MMA");
   addHangTimeout(c);
-  c->footer("Environment switches of the GEMM, for A/B runs of one binary:\n" + gemmEnvSwitches() + kExitStatus);
+  c->footer("Environment switches of the GEMM, for A/B runs of one binary:\n" + envSwitchHelp(cusync_gemm::kEnvSwitches) + kExitStatus);
 }
 
 // --iters, --json, --csv and --hang-timeout of the pipeline benchmarks (mlp, conv, attention).
@@ -193,7 +205,7 @@ void addAttention(CLI::App& app, AttentionBenchOptions& o) {
               "back-to-back launches");
   c->footer("Variants:\n" + attentionBenchVariantHelp() +
             "Environment switches of the attention, for A/B runs of one binary (each shape's plan names its splits):\n" +
-            attentionEnvSwitches() + kExitStatus);
+            envSwitchHelp(cusync_attn::kEnvSwitches) + kExitStatus);
 }
 
 }  // namespace
