@@ -358,14 +358,20 @@ TEST_P(AttentionBlockTest, MatchesFloat64Reference) {
   runBlockCase(GetParam());
 }
 
+// Every variant at the issue's ragged steps (M in {1, 3, 100} x L in {0, 1,
+// 17, 1000}), plus two that span several query blocks.
+std::vector<BlockCase> blockCases() {
+  std::vector<BlockCase> v;
+  for (int64_t M : {1, 3, 100})
+    for (int64_t L : {0, 1, 17, 1000})
+      for (BlockVariant b : {BlockVariant::Stream, BlockVariant::RowSync}) v.push_back({M, L, b});
+  for (BlockVariant b : {BlockVariant::Stream, BlockVariant::RowSync}) v.push_back({300, 0, b});
+  v.push_back({200, 1000, BlockVariant::RowSync});
+  return v;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    Steps, AttentionBlockTest,
-    ::testing::Values(BlockCase{1, 0, BlockVariant::Stream}, BlockCase{1, 0, BlockVariant::RowSync},
-                      BlockCase{3, 17, BlockVariant::Stream}, BlockCase{3, 17, BlockVariant::RowSync},
-                      BlockCase{1, 1000, BlockVariant::Stream}, BlockCase{1, 1000, BlockVariant::RowSync},
-                      BlockCase{100, 17, BlockVariant::Stream}, BlockCase{100, 17, BlockVariant::RowSync},
-                      BlockCase{300, 0, BlockVariant::Stream}, BlockCase{300, 0, BlockVariant::RowSync},
-                      BlockCase{200, 1000, BlockVariant::RowSync}),
+    Steps, AttentionBlockTest, ::testing::ValuesIn(blockCases()),
     [](const ::testing::TestParamInfo<BlockCase>& i) {
       return "M" + std::to_string(i.param.M) + "_L" + std::to_string(i.param.L) + "_" + toString(i.param.v);
     });
