@@ -39,6 +39,11 @@ namespace cusync_attn {
 constexpr int kHeadDim = 128;
 constexpr int kKeyBlock = 64;  // keys per ring slot
 constexpr int kRingSlots = 4;  // slots of K and V blocks in a block's shared memory
+// A split tile with at most this many live query rows per consumer
+// warpgroup has its splits combined by every consumer thread in one pass
+// (about one L2 round trip whatever the split count), so more, shorter
+// splits pay there.
+constexpr int kRowsCombinedInOnePass = 8;
 
 struct AttentionArgs {
   int64_t M = 0;         // new tokens, >= 1
@@ -56,8 +61,8 @@ struct AttentionArgs {
   int rowsPerTile = 0;
   // With automatic splits, the fewest 64-key blocks of the longest tile a
   // split keeps; 0 lets the library choose (env.h's
-  // CUSYNC_ATTN_MIN_SPLIT_BLOCKS where set, else 4, or 8 in a prefill,
-  // L = 0).
+  // CUSYNC_ATTN_MIN_SPLIT_BLOCKS where set, else 2 where M <=
+  // kRowsCombinedInOnePass, 8 in a prefill, L = 0, and 4 otherwise).
   int minBlocksPerSplit = 0;
   // attentionWorkspaceBytes(args, sms) bytes of device memory, zeroed once
   // before its first use (the combine's counters return to zero after each

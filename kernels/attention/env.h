@@ -13,7 +13,8 @@ inline constexpr const char* kEnvMinSplitBlocks = "CUSYNC_ATTN_MIN_SPLIT_BLOCKS"
 inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
     {kEnvMinSplitBlocks,
      "=n: each automatic key split keeps at least n 64-key blocks of the longest tile\n"
-     "    (default 4; 8 in a prefill, L = 0), unless AttentionArgs::minBlocksPerSplit is set"},
+     "    (default 2 where M <= 8, 8 in a prefill (L = 0), else 4), unless\n"
+     "    AttentionArgs::minBlocksPerSplit is set"},
 };
 
 }  // namespace cusync_attn

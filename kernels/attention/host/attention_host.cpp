@@ -69,10 +69,12 @@ AttentionPlan planAttention(const AttentionArgs& a, int sms) {
     // where one query block holds every row (M <= 64), for all of them
     // where several do, each with at least 4 key blocks (8 in a prefill,
     // L = 0, whose causal tiles are short), beat filling the SMs with
-    // shorter items. The floor can be set (args, then the environment) for
-    // A/B runs.
+    // shorter items; where the combine takes one pass (M <= 8 live rows),
+    // 2 key blocks a split beat 4. The floor can be set (args, then the
+    // environment) for A/B runs.
     const int64_t chosen = a.minBlocksPerSplit > 0 ? a.minBlocksPerSplit : minSplitBlocksFromEnv();
-    const int64_t tiles = p.tiles, minPerSplit = chosen > 0 ? chosen : a.L == 0 ? 8 : 4;
+    const int64_t automatic = a.L == 0 ? 8 : a.M <= kRowsCombinedInOnePass ? 2 : 4;
+    const int64_t tiles = p.tiles, minPerSplit = chosen > 0 ? chosen : automatic;
     const int64_t items = a.M <= 64 ? 3 * int64_t(sms) / 4 : sms;
     s = std::max<int64_t>(1, std::min<int64_t>(items / tiles, maxBlocks / minPerSplit));
   }

@@ -171,6 +171,72 @@ __device__ __forceinline__ void awaitRows(const View& view, const cusync::TileWo
   }
 }
 
+// The last split of a tile with few live rows (decode, M <= 8) combines
+// every split's partials, with weights 2^(m_s - max) in split order
+// (deterministic), and stores the rows. Consumer thread ct takes 4 columns
+// (one 16-byte chunk) of rows ct / 32 and ct / 32 + 4 NC, 8 splits at a time
+// with every load issued before the first use: about one L2 round trip
+// whatever the split count. The accumulator layout leaves 4 threads per
+// live row, each waiting a round trip per split, twice; it stays the
+// faster one for tiles with many live rows (measured on the H100,
+// docs/attention.md), whose threads all have rows of their own.
+template <int NC, class View>
+__device__ __forceinline__ void combineFewRows(const AttnParams<View>& p, const ItemRange& it, int ct) {
+  constexpr int kRows = 64 * NC, kRowStep = 4 * NC, kBatch = 8;
+  const int chunk = ct & 31;
+  const int live = p.M - it.q0 < kRows ? static_cast<int>(p.M - it.q0) : kRows;
+  const size_t first = static_cast<size_t>(it.position) * p.splits;
+  const int64_t ld = static_cast<int64_t>(p.heads) * kHeadDim;
+  const int64_t col = static_cast<int64_t>(it.head) * kHeadDim + 4 * chunk;
+  for (int r0 = ct >> 5; r0 < live; r0 += 2 * kRowStep) {
+    const int rows[2] = {r0, r0 + kRowStep};
+    float4 acc[2];
+    float mx[2], sum[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) acc[h] = make_float4(0.f, 0.f, 0.f, 0.f), mx[h] = -INFINITY, sum[h] = 0.f;
+    for (int s0 = 0; s0 < p.splits; s0 += kBatch) {
+      float2 ml[2][kBatch];
+      float4 ov[2][kBatch];
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const bool on = s0 + j < p.splits && rows[h] < live;
+          const size_t part = (first + s0 + j) * kRows + rows[h];
+          // L2 reads (ld.cg): the other splits wrote these from other SMs.
+          ml[h][j] = on ? __ldcg(&p.ws.partialML[part]) : make_float2(-INFINITY, 0.f);
+          ov[h][j] = on ? __ldcg(reinterpret_cast<const float4*>(p.ws.partialO + part * kHeadDim) + chunk)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float m = mx[h];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) m = fmaxf(m, ml[h][j].x);
+        // Every key so far masked: a maximum of 0 keeps the weights 0, not NaN.
+        const float use = m == -INFINITY ? 0.f : m, keep = exp2f(mx[h] - use);
+        float4 a = acc[h];
+        float l = sum[h] * keep;
+        a.x *= keep, a.y *= keep, a.z *= keep, a.w *= keep;
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const float w = exp2f(ml[h][j].x - use);
+          l += w * ml[h][j].y;
+          a.x += w * ov[h][j].x, a.y += w * ov[h][j].y, a.z += w * ov[h][j].z, a.w += w * ov[h][j].w;
+        }
+        acc[h] = a, sum[h] = l, mx[h] = m;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (rows[h] >= live) continue;
+      const float inv = sum[h] > 0.f ? 1.f / sum[h] : 0.f;
+      const uint2 v = make_uint2(packBf16(acc[h].x * inv, acc[h].y * inv), packBf16(acc[h].z * inv, acc[h].w * inv));
+      *reinterpret_cast<uint2*>(p.out + (it.q0 + rows[h]) * ld + col) = v;
+    }
+  }
+}
+
 template <int NC, int NS, class View>
 __global__ void __launch_bounds__(128 * (NC + 1), 1)
     attentionKernel(const __grid_constant__ AttnParams<View> p) {
@@ -352,6 +418,7 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
   lA = quadSum(lA);
   lB = quadSum(lB);
 
+  bool stored = false;  // the tile's rows, by the combine of few rows
   if (p.splits > 1) {
     // Partials of this split, then count in; the last split combines.
     // Rows past M carry no token: they are neither written nor combined (a
@@ -381,49 +448,57 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1)
     consumersSync<NC>();
     if (shared32[1] == 0) return;
     __threadfence();
-    // Combine: weights 2^(m_s - max) per split, in split order (deterministic).
-    const size_t first = static_cast<size_t>(it.position) * p.splits;
-    const bool liveA = rowA < p.M, liveB = rowB < p.M;
-    float maxA = -INFINITY, maxB = -INFINITY;
-    for (int s = 0; s < p.splits && liveA; ++s) {
-      maxA = fmaxf(maxA, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile]).x);
-      if (liveB) maxB = fmaxf(maxB, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]).x);
-    }
-    if (maxA == -INFINITY) maxA = 0.f;
-    if (maxB == -INFINITY) maxB = 0.f;
+    if (p.M - it.q0 <= kRowsCombinedInOnePass * NC) {
+      combineFewRows<NC>(p, it, tid - 128);
+      stored = true;
+    } else {
+      // Many live rows: every consumer thread combines its own accumulator
+      // rows, split by split (each thread's 16 loads of a split in flight).
+      const size_t first = static_cast<size_t>(it.position) * p.splits;
+      const bool liveA = rowA < p.M, liveB = rowB < p.M;
+      float maxA = -INFINITY, maxB = -INFINITY;
+      for (int s = 0; s < p.splits && liveA; ++s) {
+        maxA = fmaxf(maxA, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile]).x);
+        if (liveB) maxB = fmaxf(maxB, __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]).x);
+      }
+      if (maxA == -INFINITY) maxA = 0.f;
+      if (maxB == -INFINITY) maxB = 0.f;
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
-    lA = lB = 0.f;
-    for (int s = 0; s < p.splits && liveA; ++s) {
-      const float2 mlA = __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile]);
-      const float2 mlB = liveB ? __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]) : make_float2(0.f, 0.f);
-      const float wA = exp2f(mlA.x - maxA), wB = exp2f(mlB.x - maxB);
-      lA += wA * mlA.y;
-      lB += wB * mlB.y;
-      const float* ps = p.ws.partialO + (first + s) * kRows * kHeadDim;
+      for (int i = 0; i < 64; ++i) o[i] = 0.f;
+      lA = lB = 0.f;
+      for (int s = 0; s < p.splits && liveA; ++s) {
+        const float2 mlA = __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile]);
+        const float2 mlB = liveB ? __ldcg(&p.ws.partialML[(first + s) * kRows + rowInTile + 8]) : make_float2(0.f, 0.f);
+        const float wA = exp2f(mlA.x - maxA), wB = exp2f(mlB.x - maxB);
+        lA += wA * mlA.y;
+        lB += wB * mlB.y;
+        const float* ps = p.ws.partialO + (first + s) * kRows * kHeadDim;
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const int col = 8 * j + colInQuad;
-        // L2 reads (ld.cg): the other splits wrote these from other SMs.
-        const float2 va = __ldcg(reinterpret_cast<const float2*>(ps + rowInTile * kHeadDim + col));
-        const float2 vb = liveB ? __ldcg(reinterpret_cast<const float2*>(ps + (rowInTile + 8) * kHeadDim + col))
-                                : make_float2(0.f, 0.f);
-        o[4 * j] += wA * va.x, o[4 * j + 1] += wA * va.y;
-        o[4 * j + 2] += wB * vb.x, o[4 * j + 3] += wB * vb.y;
+        for (int j = 0; j < 16; ++j) {
+          const int col = 8 * j + colInQuad;
+          // L2 reads (ld.cg): the other splits wrote these from other SMs.
+          const float2 va = __ldcg(reinterpret_cast<const float2*>(ps + rowInTile * kHeadDim + col));
+          const float2 vb = liveB ? __ldcg(reinterpret_cast<const float2*>(ps + (rowInTile + 8) * kHeadDim + col))
+                                  : make_float2(0.f, 0.f);
+          o[4 * j] += wA * va.x, o[4 * j + 1] += wA * va.y;
+          o[4 * j + 2] += wB * vb.x, o[4 * j + 3] += wB * vb.y;
+        }
       }
     }
   }
 
-  // Store the tile's rows (rows past M belong to no token).
-  const int64_t ld = static_cast<int64_t>(p.heads) * kHeadDim;
-  const float invA = lA > 0.f ? 1.f / lA : 0.f, invB = lB > 0.f ? 1.f / lB : 0.f;
+  if (!stored) {
+    // Store the tile's rows from the accumulators (rows past M belong to no token).
+    const int64_t ld = static_cast<int64_t>(p.heads) * kHeadDim;
+    const float invA = lA > 0.f ? 1.f / lA : 0.f, invB = lB > 0.f ? 1.f / lB : 0.f;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int64_t col = headCol + 8 * j + colInQuad;
-    if (rowA < p.M)
-      *reinterpret_cast<uint32_t*>(p.out + rowA * ld + col) = packBf16(o[4 * j] * invA, o[4 * j + 1] * invA);
-    if (rowB < p.M)
-      *reinterpret_cast<uint32_t*>(p.out + rowB * ld + col) = packBf16(o[4 * j + 2] * invB, o[4 * j + 3] * invB);
+    for (int j = 0; j < 16; ++j) {
+      const int64_t col = headCol + 8 * j + colInQuad;
+      if (rowA < p.M)
+        *reinterpret_cast<uint32_t*>(p.out + rowA * ld + col) = packBf16(o[4 * j] * invA, o[4 * j + 1] * invA);
+      if (rowB < p.M)
+        *reinterpret_cast<uint32_t*>(p.out + rowB * ld + col) = packBf16(o[4 * j + 2] * invB, o[4 * j + 3] * invB);
+    }
   }
   if constexpr (kSynced<View>) {
     consumersSync<NC>();  // every row of the tile stored before the post

@@ -100,9 +100,12 @@ TEST(AttentionPlan, RowsPerTileAndQueryBlocks) {
 
 TEST(AttentionPlan, AutomaticSplitsTakeUpToTheSms) {
   // One query block (M <= 64), 12 tiles on 132 SMs: up to 8 splits (3/4 of
-  // the SMs), at least 4 key blocks each: 17 blocks (L = 1024) give 4, 65
+  // the SMs), at least 4 key blocks each (2 where M <= 8, whose combine takes
+  // one pass): 17 blocks (L = 1024) give 4 at M = 32 and 8 at M = 1, 65
   // blocks (L = 4096) 8; 8 tiles: 12.
-  EXPECT_EQ(planAttention(good(1, 1024, 12), 132).splits, 4);
+  EXPECT_EQ(planAttention(good(32, 1024, 12), 132).splits, 4);
+  EXPECT_EQ(planAttention(good(1, 1024, 12), 132).splits, 8);
+  EXPECT_EQ(planAttention(good(9, 1024, 12), 132).splits, 4);
   EXPECT_EQ(planAttention(good(1, 4096, 12), 132).splits, 8);
   EXPECT_EQ(planAttention(good(1, 4096, 8), 132).splits, 12);
   EXPECT_EQ(planAttention(good(64, 4096, 12), 78).splits, 4);
@@ -125,7 +128,8 @@ TEST(AttentionPlan, AutomaticSplitsTakeUpToTheSms) {
 TEST(AttentionPlan, SplitsClampToTheLongestTilesKeyBlocks) {
   // Short tiles: M = 8 after L = 100 reads 108 keys, two blocks: too few to split.
   EXPECT_EQ(planAttention(good(8, 100, 12), 132).splits, 1);
-  EXPECT_EQ(planAttention(good(8, 300, 12), 132).splits, 1);  // 5 blocks
+  EXPECT_EQ(planAttention(good(8, 300, 12), 132).splits, 2);  // 5 blocks, 2 a split at M <= 8
+  EXPECT_EQ(planAttention(good(9, 300, 12), 132).splits, 1);  // 5 blocks, 4 a split
   // Prefill of 512 tokens: the last query block reads 8 blocks, one split's worth.
   EXPECT_EQ(planAttention(good(512, 0, 4), 132).splits, 1);
   // One token, nothing cached: one key, one block.
@@ -150,9 +154,9 @@ TEST(AttentionPlan, ExplicitSplitsAreHonoured) {
 }
 
 TEST(AttentionPlan, SplitFloorCanBeSet) {
-  // GPT-3 decode M = 1, L = 1024: 17 key blocks, 8 splits by the SMs; the
+  // GPT-3 decode M = 32, L = 1024: 17 key blocks, 8 splits by the SMs; the
   // default floor of 4 blocks a split gives 4.
-  AttentionArgs a = good(1, 1024, 12);
+  AttentionArgs a = good(32, 1024, 12);
   a.minBlocksPerSplit = 2;
   EXPECT_EQ(planAttention(a, 132).splits, 8);
   a.minBlocksPerSplit = 6;
@@ -164,7 +168,7 @@ TEST(AttentionPlan, SplitFloorCanBeSet) {
   a.minBlocksPerSplit = 2;
   EXPECT_EQ(planAttention(a, 132).splits, 2);
   // Explicit splits do not look at it; the workspace follows the plan.
-  a = good(1, 1024, 12);
+  a = good(32, 1024, 12);
   a.minBlocksPerSplit = 2;
   const size_t ws2 = attentionWorkspaceBytes(a, 132);
   a.minBlocksPerSplit = 0;

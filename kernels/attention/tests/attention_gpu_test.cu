@@ -175,10 +175,13 @@ INSTANTIATE_TEST_SUITE_P(
                       KernelCase{100, 1000, 2, 1}, KernelCase{64, 64, 1, 0}, KernelCase{65, 63, 1, 2},
                       KernelCase{128, 0, 2, 1}, KernelCase{300, 200, 2, 0}, KernelCase{257, 4096, 1, 0},
                       KernelCase{1, 4096, 12, 0},
+                      // More splits than the combine loads at once (8).
+                      KernelCase{3, 1000, 2, 12}, KernelCase{100, 1000, 2, 9}, KernelCase{1, 4096, 2, 40},
                       // Tiles of 128 rows (two consumer warpgroups), which the automatic choice takes
                       // only where they outnumber the SMs.
                       KernelCase{1, 17, 2, 0, 128}, KernelCase{100, 1000, 2, 0, 128}, KernelCase{65, 63, 1, 2, 128},
-                      KernelCase{128, 0, 2, 1, 128}, KernelCase{300, 200, 2, 0, 128}, KernelCase{257, 4096, 1, 3, 128}),
+                      KernelCase{128, 0, 2, 1, 128}, KernelCase{300, 200, 2, 0, 128}, KernelCase{257, 4096, 1, 3, 128},
+                      KernelCase{130, 1000, 1, 10, 128}),
     [](const ::testing::TestParamInfo<KernelCase>& i) {
       return "M" + std::to_string(i.param.M) + "_L" + std::to_string(i.param.L) + "_H" + std::to_string(i.param.heads) +
              "_S" + std::to_string(i.param.splits) + "_R" + std::to_string(i.param.rows);
