@@ -8,12 +8,14 @@
 #   cusync::baseline    the cuBLASLt GEMM the benchmarks compare with, kernels/baseline/cublaslt_gemm.h
 #   cusync::mlp         the MLP pipelines, kernels/mlp/mlp.h
 #   cusync::conv        conv2d on the GEMM kernel and conv pairs, kernels/conv/conv.h, kernels/conv/chain.h
+#   cusync::conv_host   the convolution's host API only (checkArgs, convConfig, chain_plan.h), no kernels
 #   cusync::cusyncgen   the spec compiler, run by cusync_generate_policies()
 include(CMakePackageConfigHelpers)
 
 set(CUSYNC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cusync)
 
-install(TARGETS cusync cusync_gemm cusync_gemm_host cusync_baseline cusync_mlp cusync_conv cusyncgen EXPORT cusyncTargets
+install(TARGETS cusync cusync_gemm cusync_gemm_host cusync_baseline cusync_mlp cusync_conv_host cusync_conv
+        cusyncgen EXPORT cusyncTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/cusync DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

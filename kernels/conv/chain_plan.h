@@ -54,20 +54,27 @@ inline void checkChained(const ConvLayer& first, const ConvLayer& second) {
                             std::to_string(first.K));
 }
 
+// One layer as a stage: its configuration, grid, tile, persistent and
+// ticket blocks (the flags are a pair's). planConvPair plans each of its
+// layers with it; a layer that no pair runs (ResNet's 1x1 shortcut) gets the
+// plan it would have in one.
+inline ConvStagePlan planConvStage(int64_t N, int64_t H, int64_t W, const ConvLayer& layer, int sms) {
+  ConvStagePlan s;
+  s.args = resolveLaunch(layerArgs(N, H, W, layer), sms, cusync_gemm::LaunchContext::Stage);
+  const cusync_gemm::GemmArgs g = gemmOf(s.args);
+  s.grid = cusync_gemm::stageGrid(g, g.config);
+  s.tile = cusync_gemm::stageTile(g, g.config);
+  s.blocks = cusync_gemm::persistentBlocks(g, g.config, sms);
+  s.ticketBlocks = cusync_gemm::ticketBlocks(g, g.config, sms);
+  return s;
+}
+
 inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second,
                                  int sms) {
   ConvPairPlan p;
-  p.first.args = layerArgs(N, H, W, first);
+  p.first = planConvStage(N, H, W, first, sms);
   checkChained(first, second);
-  p.second.args = layerArgs(N, p.first.args.P(), p.first.args.Q(), second);
-  for (ConvStagePlan* s : {&p.first, &p.second}) {
-    s->args = resolveLaunch(s->args, sms, cusync_gemm::LaunchContext::Stage);
-    const cusync_gemm::GemmArgs g = gemmOf(s->args);
-    s->grid = cusync_gemm::stageGrid(g, g.config);
-    s->tile = cusync_gemm::stageTile(g, g.config);
-    s->blocks = cusync_gemm::persistentBlocks(g, g.config, sms);
-    s->ticketBlocks = cusync_gemm::ticketBlocks(g, g.config, sms);
-  }
+  p.second = planConvStage(N, p.first.args.P(), p.first.args.Q(), second, sms);
   // The first layer waits for the kernel before the pair (as conv2d()
   // launches do), so a Pdl pipeline places its blocks during that kernel's
   // tail; the second loads its filter before it waits for its input.
