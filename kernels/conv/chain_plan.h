@@ -2,7 +2,9 @@
 // configuration for a stage, grid, tile, persistent blocks and flags, and
 // the Conv2DTileSync edge between them. The GPU library (chain.cu) and the
 // CPU emulator test (tests/conv_emu_test.cpp) build their stages from it, so
-// the emulator checks the very plan the GPU runs.
+// the emulator checks the very plan the GPU runs; tests/conv_spec_test.cpp
+// checks the specs' stages (specs/resnet38.cusync, specs/vgg19.cusync)
+// against it.
 #pragma once
 
 #include <cstdint>

@@ -103,7 +103,8 @@ TEST(ResnetChain, DerivedWaitsCoverEveryPixelRead) {
 // 4*i*BM ...) misses pixels, and the check above says which.
 TEST(ResnetChain, StrideLeftOutIsCaught) {
   std::string text = readSpec("resnet38");
-  const std::string full = "A2[4*i*BM + (r-1)*56 + (s-1) - 54 : 4*i*BM", cut = "A2[i*BM + (r-1)*56 + (s-1) - 54 : i*BM";
+  const std::string full = "A2[4*i*BM28 + (r-1)*56 + (s-1) - 54 : 4*i*BM28",
+                    cut = "A2[i*BM28 + (r-1)*56 + (s-1) - 54 : i*BM28";
   const size_t at = text.find(full);
   ASSERT_NE(at, std::string::npos);
   text.replace(at, full.size(), cut);
