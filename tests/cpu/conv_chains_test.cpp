@@ -1,10 +1,10 @@
 // The ResNet-38 and VGG-19 convolution chains (specs/resnet38.cusync,
 // specs/vgg19.cusync) through Conv2DTileSync on the CPU emulator with the
-// H100's 132 SMs and the Hopper kernel's tiles (BM = 128 output pixels,
-// BN = 128 output channels or 64 where K = 64, BK = 64 channels per step):
-// in every launch mode the plan runs to the end, run after run, and every
-// input pixel a consumer step reads (filter halo and stride included) comes
-// from a producer tile of the current run once the step's waits return.
+// H100's 132 SMs and each layer's tiles as the Hopper kernels run them at
+// the chain's batch (planConvStage, kernels/conv/chain_plan.h): in every
+// launch mode the plan runs to the end, run after run, and every input pixel
+// a consumer step reads (filter halo and stride included) comes from a
+// producer tile of the current run once the step's waits return.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,13 +13,14 @@
 
 #include "cusync/emu/pipeline.h"
 #include "cusync/stage.h"
+#include "kernels/conv/chain_plan.h"
 
 using namespace cusync;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint32_t kBM = 128, kBK = 64;
+constexpr int kSms = 132;
 
 struct Layer {
   const char* name;
@@ -81,7 +82,14 @@ policy::Conv2DTileSync residualOf(const Layer& l, uint32_t N) {
 }
 
 uint32_t outSide(const Layer& l) { return (l.H + 2 * (l.R / 2) - l.R) / l.stride + 1; }
-uint32_t bnOf(const Layer& l) { return l.K == 64 ? 64 : 128; }
+
+// The layer's stage as the GPU runs it at batch N (the epilogue does not
+// enter the plan): grid and tile {channels, pixels, k step}.
+StageShape shapeOf(const Layer& l, uint32_t N) {
+  const cusync_conv::ConvLayer c{l.C, l.K, int(l.R), int(l.R / 2), int(l.stride), cusync_conv::ConvEpilogue::BiasRelu};
+  const cusync_conv::ConvStagePlan p = cusync_conv::planConvStage(N, l.H, l.H, c, kSms);
+  return {p.grid, p.tile};
+}
 
 using Head = Stage<policy::NoSync, policy::Conv2DTileSync, HostMemory>;
 using Link = Stage<policy::Conv2DTileSync, policy::Conv2DTileSync, HostMemory>;
@@ -103,18 +111,17 @@ class Chain {
  public:
   Chain(std::vector<Layer> layers, uint32_t N) : layers_(std::move(layers)), N_(N) {
     for (const Layer& l : layers_) {
-      const uint32_t side = outSide(l);
-      const Dim3 grid(ceilDiv(l.K, bnOf(l)), ceilDiv(N * side * side, kBM));
-      const Dim3 tile(bnOf(l), kBM, kBK);
+      const StageShape s = shapeOf(l, N);
       if (l.input < 0) {
-        heads_.push_back(std::make_unique<Head>(l.name, grid, tile, policy::NoSync{}, policy::Conv2DTileSync{}));
+        heads_.push_back(std::make_unique<Head>(l.name, s.grid, s.tile, policy::NoSync{}, policy::Conv2DTileSync{}));
         links_.push_back(nullptr);
       } else {
         heads_.push_back(nullptr);
-        links_.push_back(std::make_unique<Link>(l.name, grid, tile, convOf(l, N), policy::Conv2DTileSync{}));
+        links_.push_back(std::make_unique<Link>(l.name, s.grid, s.tile, convOf(l, N), policy::Conv2DTileSync{}));
       }
-      stamps_.tiles.emplace_back(new std::atomic<uint32_t>[grid.x * grid.y]());
-      stamps_.gridX.push_back(grid.x);
+      shapes_.push_back(s);
+      stamps_.tiles.emplace_back(new std::atomic<uint32_t>[s.grid.x * s.grid.y]());
+      stamps_.gridX.push_back(s.grid.x);
     }
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& l = layers_[i];
@@ -148,32 +155,36 @@ class Chain {
   }
 
   // One output tile: walks the input's k blocks (waiting, then checking
-  // every pixel the step reads), then the residual's channels, then posts.
+  // every pixel the step reads), then the residual's channels (every pixel
+  // of the tile), then posts.
   template <class V>
   void program(size_t li, uint32_t run, const V& v, emu::Block& b) {
     const TileWork w = emu::tile(v, b);
     if (!w.valid) return;
     const Layer& l = layers_[li];
-    const uint32_t row = w.tile.y * kBM;
+    const Dim3 tile = shapes_[li].tile;
+    const uint32_t side = outSide(l), pixels = N_ * side * side;
+    const uint32_t row = w.tile.y * tile.y, rowEnd = std::min(row + tile.y, pixels);
     if (l.input >= 0) {
-      const Layer& in = layers_[size_t(l.input)];
-      const uint32_t side = outSide(l), pixels = N_ * side * side, pad = l.R / 2;
-      for (uint32_t k = 0; k < l.R * l.R * l.C; k += kBK) {
+      const Dim3 in = shapes_[size_t(l.input)].tile;
+      const uint32_t pad = l.R / 2;
+      for (uint32_t k = 0; k < l.R * l.R * l.C; k += tile.z) {
         emu::wait(v, w, Read{k, row, 0, 0}, 0);
-        const uint32_t rs = k / l.C, r = rs / l.R, s = rs % l.R, tx = k % l.C / bnOf(in);
-        for (uint32_t p = row; p < std::min(row + kBM, pixels); ++p) {
+        const uint32_t rs = k / l.C, r = rs / l.R, s = rs % l.R, tx = k % l.C / in.x;
+        for (uint32_t p = row; p < rowEnd; ++p) {
           const int64_t hi = int64_t(p % (side * side) / side) * l.stride + r - pad;
           const int64_t wi = int64_t(p % side) * l.stride + s - pad;
           if (hi < 0 || hi >= l.H || wi < 0 || wi >= l.H) continue;  // padding
           const int64_t q = (int64_t(p / (side * side)) * l.H + hi) * l.H + wi;
-          check(size_t(l.input), tx, uint32_t(q / kBM), run, l, k, p);
+          check(size_t(l.input), tx, uint32_t(q / in.y), run, l, k, p);
         }
       }
     }
     if (l.residual >= 0) {
-      for (uint32_t k = 0; k < l.K; k += kBK) {
+      const Dim3 res = shapes_[size_t(l.residual)].tile;
+      for (uint32_t k = 0; k < l.K; k += tile.z) {
         emu::wait(v, w, Read{k, row, 0, 0}, 1);
-        check(size_t(l.residual), k / bnOf(layers_[size_t(l.residual)]), w.tile.y, run, l, k, row);
+        for (uint32_t p = row; p < rowEnd; ++p) check(size_t(l.residual), k / res.x, p / res.y, run, l, k, p);
       }
     }
     stamps_.tiles[li][w.tile.y * stamps_.gridX[li] + w.tile.x].store(run, std::memory_order_relaxed);
@@ -190,6 +201,7 @@ class Chain {
 
   std::vector<Layer> layers_;
   uint32_t N_;
+  std::vector<StageShape> shapes_;  // per layer, from the plan
   std::vector<std::unique_ptr<Head>> heads_;
   std::vector<std::unique_ptr<Link>> links_;
   Stamps stamps_;
@@ -216,7 +228,10 @@ TEST(ConvChainsOnEmulator, Resnet38At132Sms) {
   for (uint32_t N : {1u, 3u, 8u}) runChain(resnetLayers(), N);
 }
 
-TEST(ConvChainsOnEmulator, Vgg19At132Sms) { runChain(vggLayers(), 1); }
+// One image, and the specs' batch.
+TEST(ConvChainsOnEmulator, Vgg19At132Sms) {
+  for (uint32_t N : {1u, 8u}) runChain(vggLayers(), N);
+}
 
 // A consumer built for the wrong geometry is refused before anything runs.
 TEST(ConvChainsOnEmulator, MismatchedLayerIsRefused) {
