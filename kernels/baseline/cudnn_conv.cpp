@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -125,15 +126,8 @@ float medianGpuMs(F&& f, cudaStream_t stream, int reps = 7) {
     (void)cudaGetLastError();  // the refused capture's error, if any
     return medianMs(f, stream, reps);
   }
-  float ms = 0.f;
-  try {
-    ms = medianMs([&] { cudaOk(cudaGraphLaunch(ge, stream), "cudaGraphLaunch (a cuDNN trial)"); }, stream, reps);
-  } catch (...) {
-    cudaGraphExecDestroy(ge);
-    throw;
-  }
-  cudaGraphExecDestroy(ge);
-  return ms;
+  const std::unique_ptr<CUgraphExec_st, cudaError_t (*)(cudaGraphExec_t)> exec(ge, cudaGraphExecDestroy);
+  return medianMs([&] { cudaOk(cudaGraphLaunch(ge, stream), "cudaGraphLaunch (a cuDNN trial)"); }, stream, reps);
 }
 
 // Device memory freed on scope exit.
