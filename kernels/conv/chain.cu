@@ -79,6 +79,7 @@ ConvPair::ConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, cons
     return;
   }
   const ConvPairPlan p = planConvPair(N, H, W, first, second, cusync_gemm::detail::requireHopper().sms);
+  detail::rejectPackedWaits(p.second.args);  // the second layer waits on the first
   m.l1 = p.first.args;
   m.l2 = p.second.args;
   if (v == ChainVariant::Pdl)

@@ -13,7 +13,10 @@
 // pixel (p strideH + r - padH, q strideW + s - padW); padding and channels
 // past C load as zeros. Its reduction index as a cusync stage sees it
 // (Read::col) is the filter column k = (r S + s) C + c, as
-// cusync::policy::Conv2DTileSync expects.
+// cusync::policy::Conv2DTileSync expects. With C = 8 (an RGB input padded
+// to 8) a k-block instead holds eight filter positions' 8 channels, k-block
+// kb the filter columns [64 kb, 64 kb + 64) (packsFilterTaps); such a layer
+// cannot be a stage that waits on its input.
 //
 // Epilogues, in fp32 before rounding (bias [K] optional in all three):
 //   Bias              y = acc + bias
@@ -67,9 +70,13 @@ const char* toString(ConvEpilogue e);
 // Throws cusync::Error(InvalidArgument) naming the first problem. Host only.
 void checkArgs(const Conv2dArgs& a);
 
+// Whether a's k-blocks pack eight filter positions of its 8 channels each.
+inline bool packsFilterTaps(const Conv2dArgs& a) { return a.C == 8; }
+
 // The GEMM an argument set runs as: M = N P Q, N = K, K = R S ceil(C / 64) 64
 // (the reduction with each filter position's channels padded to whole
-// k-blocks), with x, w, y as A, B, C. For the configuration choice and stage
+// k-blocks; with packed filter taps R S 8 rounded up to 64), with x, w, y as
+// A, B, C. For the configuration choice and stage
 // geometry (cusync_gemm::stageGrid / stageTile of it): a conv stage's tiles
 // are the GEMM's.
 cusync_gemm::GemmArgs gemmOf(const Conv2dArgs& a);

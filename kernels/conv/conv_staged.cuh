@@ -29,6 +29,7 @@ template <class StageT>
 void conv2d(const Conv2dArgs& args, const StageT& stage, cusync::Pipeline& pipe) {
   namespace gd = cusync_gemm::detail;
   checkArgs(args);
+  if constexpr (!cusync::policy::isNoSync<typename StageT::View::In>) detail::rejectPackedWaits(args);
   const gd::DeviceInfo& d = gd::requireHopper();
   const Conv2dArgs a = resolveLaunch(args, d.sms, cusync_gemm::LaunchContext::Stage);
   const cusync_gemm::GemmArgs g = gemmOf(a);

@@ -72,7 +72,8 @@ GemmArgs gemmOf(const Conv2dArgs& a) {
   GemmArgs g;
   g.M = a.pixels();
   g.N = a.K;
-  g.K = int64_t(a.R) * a.S * detail::channelBlocks(a.C) * 64;
+  g.K = packsFilterTaps(a) ? (int64_t(a.R) * a.S * a.C + 63) / 64 * 64
+                           : int64_t(a.R) * a.S * detail::channelBlocks(a.C) * 64;
   g.A = a.x;
   g.B = a.w;
   g.C = a.y;
@@ -171,6 +172,13 @@ EncodeIm2colFn encodeIm2colFn() {
 }
 }  // namespace
 
+void rejectPackedWaits(const Conv2dArgs& a) {
+  if (packsFilterTaps(a))
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv2d",
+                        "a layer with C = 8 input channels (eight filter positions packed into each k-block) cannot "
+                        "wait on its input: make it the chain's first stage, or pad C to 16");
+}
+
 CUtensorMap makeIm2colMap(const Conv2dArgs& a, uint32_t pixelsPerLoad) {
   // Dimensions innermost first: C, W, H, N. The bounding box holds the
   // window corners of the output pixels: from -pad to (extent - 1) + pad -
@@ -181,10 +189,13 @@ CUtensorMap makeIm2colMap(const Conv2dArgs& a, uint32_t pixelsPerLoad) {
   const int upper[2] = {a.padW - (a.S - 1), a.padH - (a.R - 1)};
   const cuuint32_t estr[4] = {1, cuuint32_t(a.strideW), cuuint32_t(a.strideH), 1};
   CUtensorMap m{};
+  // Packed filter taps: 8 channels (16 bytes) a pixel, unswizzled (Im2colPackedTapsA).
+  const bool packed = packsFilterTaps(a);
   const CUresult r = encodeIm2colFn()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(a.x), dims, strides,
-                                      lower, upper, 64, pixelsPerLoad, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                      lower, upper, packed ? 8 : 64, pixelsPerLoad, estr,
+                                      CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      packed ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw cusync::Error(cusync::ErrorCode::CudaError, "conv2d",
                         "cuTensorMapEncodeIm2col failed with code " + std::to_string(static_cast<int>(r)));

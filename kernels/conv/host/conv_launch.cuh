@@ -63,9 +63,17 @@ void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View&
                                   " is not built for the convolution");
         } else {
           gd::dispatchEpilogueFn<Shape>(ConvEpilogues{}, g, [&](auto e) {
-            gd::launchStageKernel<Shape, bf16, 0, decltype(e)::value, Im2colA>(
-                buildConvStageParams<Shape>(a, g, view, ws, blocks, flags.bEvictFirst), blocks, base,
-                flags);
+            auto launchWith = [&](auto loader) {
+              gd::launchStageKernel<Shape, bf16, 0, decltype(e)::value, decltype(loader)>(
+                  buildConvStageParams<Shape>(a, g, view, ws, blocks, flags.bEvictFirst), blocks, base, flags);
+            };
+            if (!packsFilterTaps(a)) return launchWith(Im2colA{});
+            // A packed k-block spans eight filter positions, which a policy's
+            // read of the k-block's first column does not describe.
+            if constexpr (cusync::policy::isNoSync<typename View::In>)
+              launchWith(Im2colPackedTapsA<Shape::BM>{});
+            else
+              rejectPackedWaits(a);
           });
         }
       },

@@ -23,8 +23,13 @@ inline constexpr cusync_gemm::TileConfig kConvConfigs[] = {
 constexpr int64_t channelBlocks(int64_t C) { return (C + 63) / 64; }
 
 // The im2col tensor map of x: loads of pixelsPerLoad output pixels x 64
-// channels, 128-byte swizzle, zeros for padding and channels past C.
+// channels, 128-byte swizzle, zeros for padding and channels past C; with
+// packed filter taps (C = 8) x 8 channels, unswizzled.
 CUtensorMap makeIm2colMap(const Conv2dArgs& a, uint32_t pixelsPerLoad);
+
+// Throws cusync::Error(InvalidArgument) for a layer with packed filter taps
+// (packsFilterTaps) in a stage that waits on its input.
+void rejectPackedWaits(const Conv2dArgs& a);
 
 inline cusync_gemm::detail::Im2colGeometry im2colGeometry(const Conv2dArgs& a) {
   cusync_gemm::detail::Im2colGeometry g;
@@ -35,6 +40,7 @@ inline cusync_gemm::detail::Im2colGeometry im2colGeometry(const Conv2dArgs& a) {
   g.S = a.S;
   g.C = static_cast<int32_t>(a.C);
   g.cBlocks = static_cast<int32_t>(channelBlocks(a.C));
+  g.taps = a.R * a.S;
   return g;
 }
 

@@ -21,6 +21,7 @@ using cusync_gemm::detail::Im2colGeometry;
 using cusync_gemm::detail::kBK;
 
 struct Im2colA {
+  static constexpr cusync_gemm::detail::ASmemLayout kLayout = cusync_gemm::detail::ASmemLayout::Swizzled128;
   // The window corner of this block's first output pixel, in input pixels.
   struct Rows {
     int32_t w, h, n;
@@ -55,6 +56,52 @@ struct Im2colA {
         "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(static_cast<uint16_t>(fs)),
         "h"(static_cast<uint16_t>(fr))
         : "memory");
+#endif
+  }
+};
+
+// The loader of layers with 8 input channels (VGG's RGB input padded to 8):
+// a k-block holds eight filter positions of 8 channels each, one TMA load
+// of BM pixels x 16 bytes per position into an 8-column block of the slot
+// (ASmemLayout::Blocks8), so reduction column k = (r S + s) 8 + c runs
+// straight through the k-blocks as B's KRSC columns do. Through Im2colA a
+// k-block would hold one position's 8 channels and 56 zeros, and 7/8 of
+// the layer's MMAs and A bytes would be padding. Positions past R S (the
+// last k-block's tail) load the last position again: B's columns there are
+// zero-filled, so they add nothing, and the slot's bytes stay those of a
+// whole k-block. The stage must not wait on its input (kColumn names the
+// k-block's first position only); chains start with such a layer.
+template <int BM>
+struct Im2colPackedTapsA {
+  static constexpr cusync_gemm::detail::ASmemLayout kLayout = cusync_gemm::detail::ASmemLayout::Blocks8;
+  static constexpr int kChannels = 8;
+  static constexpr int kTapsPerKBlock = kBK / kChannels;
+  using Rows = Im2colA::Rows;
+  template <class SP>
+  __device__ __forceinline__ static Rows rows(const SP& sp, int32_t m0) {
+    return Im2colA::rows(sp, m0);
+  }
+  template <class SP>
+  __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
+    return kb * kBK;
+  }
+  template <class SP>
+  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
+#if CUSYNC_GEMM_SM90A
+    const Im2colGeometry& g = sp.im2col;
+    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(full));
+#pragma unroll
+    for (int t = 0; t < kTapsPerKBlock; ++t) {
+      const int32_t rs = min(kb * kTapsPerKBlock + t, g.taps - 1);
+      const int32_t fr = rs / g.S, fs = rs - fr * g.S;
+      asm volatile(
+          "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+          " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(base + static_cast<uint32_t>(t * BM * 16)),
+          "l"(&sp.tmA), "r"(0), "r"(r.w), "r"(r.h), "r"(r.n), "r"(bar), "h"(static_cast<uint16_t>(fs)),
+          "h"(static_cast<uint16_t>(fr))
+          : "memory");
+    }
 #endif
   }
 };

@@ -158,7 +158,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PairCase{2, 56, 56, k3x3_64, {64, 64, 3, 1, 1, ConvEpilogue::BiasResidualRelu}},
                       PairCase{1, 7, 7, {512, 512, 3, 1, 1, ConvEpilogue::BiasRelu}, {512, 512, 3, 1, 1, ConvEpilogue::BiasRelu}},
                       PairCase{4, 28, 28, {128, 128, 3, 1, 1, ConvEpilogue::BiasRelu}, {128, 256, 1, 0, 1, ConvEpilogue::Bias}},
-                      PairCase{1, 1, 1, k3x3_64, k3x3_64}),
+                      PairCase{1, 1, 1, k3x3_64, k3x3_64},
+                      // VGG's first pair: 8 input channels (filter taps packed) into 64.
+                      PairCase{2, 30, 30, {8, 64, 3, 1, 1, ConvEpilogue::BiasRelu}, k3x3_64}),
     [](const ::testing::TestParamInfo<PairCase>& i) { return "pair" + std::to_string(i.index); });
 
 TEST(ConvChainArgs, MismatchedChannelsThrow) {
@@ -169,6 +171,22 @@ TEST(ConvChainArgs, MismatchedChannelsThrow) {
   } catch (const cusync::Error& e) {
     EXPECT_NE(std::string(e.what()).find("channels"), std::string::npos) << e.what();
   }
+}
+
+TEST(ConvChainArgs, PackedFilterTapsCannotWait) {
+  REQUIRE_HOPPER();
+  // A second layer of 8 channels packs its filter taps, so it cannot wait
+  // tile by tile; without synchronization the pair runs.
+  const ConvLayer to8{64, 8, 3, 1, 1, ConvEpilogue::BiasRelu}, from8{8, 64, 3, 1, 1, ConvEpilogue::BiasRelu};
+  for (ChainVariant v : {ChainVariant::Pdl, ChainVariant::TileSync}) {
+    try {
+      ConvPair p(1, 14, 14, to8, from8, v);
+      ADD_FAILURE() << "a waiting layer with 8 input channels was accepted (" << toString(v) << ")";
+    } catch (const cusync::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("C = 8"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(ConvPair(1, 14, 14, to8, from8, ChainVariant::NoSync));
 }
 
 }  // namespace

@@ -97,6 +97,31 @@ TEST(ConvGemm, RunsAsAnImplicitGemm) {
   EXPECT_EQ(geo.Q, 56);
 }
 
+TEST(ConvGemm, EightChannelsPackFilterTaps) {
+  // VGG's RGB input padded to 8: eight filter positions a k-block, so 3x3
+  // runs 72 reduction columns in 2 k-blocks, not 9, and 1x1 in one.
+  Conv2dArgs a = good();
+  a.C = 8;
+  EXPECT_TRUE(cusync_conv::packsFilterTaps(a));
+  EXPECT_EQ(cusync_conv::gemmOf(a).K, 128);
+  EXPECT_EQ(cusync_conv::detail::im2colGeometry(a).taps, 9);
+  a.R = a.S = 1, a.padH = a.padW = 0;
+  EXPECT_EQ(cusync_conv::gemmOf(a).K, 64);
+  EXPECT_EQ(cusync_conv::detail::im2colGeometry(a).taps, 1);
+  // Such a layer cannot wait on its input (its k-blocks span eight positions).
+  try {
+    cusync_conv::detail::rejectPackedWaits(a);
+    ADD_FAILURE() << "no error for a waiting stage with packed filter taps";
+  } catch (const cusync::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("C = 8"), std::string::npos) << e.what();
+  }
+  // 16 channels and more: a position's channels in whole k-blocks, as before.
+  a.C = 16;
+  EXPECT_FALSE(cusync_conv::packsFilterTaps(a));
+  EXPECT_EQ(cusync_conv::gemmOf(a).K, 64);
+  EXPECT_NO_THROW(cusync_conv::detail::rejectPackedWaits(a));
+}
+
 TEST(ConvGemm, ConfigurationIsBuilt) {
   for (int64_t n : {1, 4, 32})
     for (int64_t c : {64, 128, 256, 512})

@@ -141,6 +141,9 @@ std::vector<Case> cases() {
       {3, 7, 7, 64, 136, 3, 1, 2},    {1, 13, 13, 72, 64, 3, 1, 2}, {3, 1, 1, 64, 64, 3, 1, 1},
       {1, 13, 13, 64, 256, 1, 0, 1},  {3, 13, 13, 128, 64, 1, 0, 2}, {1, 7, 7, 8, 8, 3, 0, 1},
       {2, 28, 28, 64, 64, 3, 1, 1},
+      // 8 channels pack eight filter positions into a k-block: one k-block
+      // with seven repeated positions (1x1), and a stride-2 3x3.
+      {3, 13, 13, 8, 64, 1, 0, 2},    {2, 30, 30, 8, 128, 3, 1, 2},
   };
   for (TileConfig cfg : {TileConfig::T128x64, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK,
                          TileConfig::T128x256TailSplit})

@@ -277,7 +277,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     float acc[WN / 2];
     // Descriptors stay in uniform registers only if the compiler sees the
     // consumer index as warp-uniform.
-    ConsumerMainloop<T, BM, WN, TransB, S, Storage::kStageBytes, Storage::kABytes> mainloop(
+    ConsumerMainloop<T, BM, WN, TransB, S, Storage::kStageBytes, Storage::kABytes, ALoader::kLayout> mainloop(
         ss.base, __shfl_sync(0xffffffffu, cw, 0));
     uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
     auto release = [&](int st) { link.releaseSlot(&empty[st]); };

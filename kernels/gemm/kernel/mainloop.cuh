@@ -22,6 +22,7 @@ namespace cusync_gemm::detail {
 
 // An A loader is the replaceable part of the loads. Its members, for the
 // stage parameters SP of the unit's stage:
+//   kLayout                  the ASmemLayout it fills a slot in
 //   Rows rows(sp, m0)        per-unit state of this block's rows from m0
 //   int32_t kColumn(sp, kb)  the reduction index where k-block kb starts: B's
 //                            k coordinate, and the column the stage's input
@@ -31,6 +32,7 @@ namespace cusync_gemm::detail {
 // one tensor-map box. The convolution's im2col loader
 // (kernels/conv/kernel/im2col_loader.cuh) has the same members.
 struct TmaTileA {
+  static constexpr ASmemLayout kLayout = ASmemLayout::Swizzled128;
   struct Rows {
     int32_t m0;
   };
@@ -127,16 +129,22 @@ struct RingCursor {
 // issued (one group in flight). The wgmma descriptors of ring slot 0 for this
 // warpgroup are built once and moved by constants (MovingDesc): built per
 // wgmma from the slot's address they cost ~12 vector instructions each.
-template <class T, int BM, int WN, int TransB, int S, int kStageBytes, int kABytes>
+template <class T, int BM, int WN, int TransB, int S, int kStageBytes, int kABytes,
+          ASmemLayout kALayout = ASmemLayout::Swizzled128>
 struct ConsumerMainloop {
-  static constexpr int kASmemOff = BM == 128 ? 64 * 128 : 0;  // bytes into the A slot per consumer index
+  static constexpr bool kASwizzled = kALayout == ASmemLayout::Swizzled128;
+  // A's rows per consumer index: 64 rows of 128 bytes swizzled, of 16 bytes in Blocks8.
+  static constexpr int kASmemOff = BM == 128 ? (kASwizzled ? 64 * 128 : 64 * 16) : 0;
   static constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into the B slot (NK rows or KN 64-column boxes)
+  // A k16 step in 16-byte units: 32 bytes along a swizzled row, or two 8-column blocks of BM x 16 bytes.
+  static constexpr uint32_t kAStepUnits = kASwizzled ? 2 : 2 * BM;
   MovingDesc descA, descB;
   int stage = 0;
   uint32_t phase = 0;
 
   __device__ __forceinline__ ConsumerMainloop(unsigned char* smem, int cwUniform)
-      : descA(smemDesc(smem + cwUniform * kASmemOff, 16, 1024)),
+      : descA(kASwizzled ? smemDesc(smem + cwUniform * kASmemOff, 16, 1024)
+                         : smemDesc(smem + cwUniform * kASmemOff, BM * 16, 128, false)),
         descB(smemDesc(smem + kABytes + cwUniform * kBSmemOff, TransB == 0 ? 16 : 8192, 1024)) {}
 
   __device__ __forceinline__ void advance() {
@@ -156,8 +164,9 @@ struct ConsumerMainloop {
       wgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) {
-        // A k16 step: 32 bytes along the rows of A and of B as [N, K]; 16 rows of 128 bytes of B as [K, N].
-        mma16<T, WN, TransB>(acc, descA.plus(slot + kk * 2), descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
+        // A k16 step: 32 bytes along the rows of B as [N, K] (kAStepUnits for A); 16 rows of 128 bytes of B as [K, N].
+        mma16<T, WN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
+                             descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
                              (kb > kb0 || kk > 0) ? 1 : 0);
       }
       wgmmaCommit();

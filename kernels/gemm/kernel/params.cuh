@@ -77,6 +77,17 @@ struct ScheduleParams {
   uint32_t kCutGroups = 0;                // KCut: groups of blocks (flags and partials per block)
 };
 
+// How an A loader lays out a ring slot's A; the consumers' wgmma descriptors follow it.
+enum class ASmemLayout : uint8_t {
+  // BM rows of 64 elements (128 bytes each) in the 128-byte swizzle: one
+  // TMA box of BM rows x 64 columns.
+  Swizzled128,
+  // Eight blocks of 8 columns side by side along K, each BM rows x 16 bytes
+  // without swizzle (wgmma's core matrices, 8 rows in 128 contiguous
+  // bytes): a loader that fills 8 columns per TMA load, one block each.
+  Blocks8,
+};
+
 // How an implicit-GEMM convolution's A is read (im2col loads, kernels/conv);
 // a plain GEMM leaves it zero. Output pixel m is (n, p, q) with m = n P Q +
 // p Q + q; k-block kb is filter position rs = kb / cBlocks, channels from 64
@@ -88,6 +99,7 @@ struct Im2colGeometry {
   int32_t S = 1;                // filter width
   int32_t C = 0;                // input channels
   int32_t cBlocks = 0;          // 64-channel k-blocks per filter position
+  int32_t taps = 1;             // filter positions R S
 };
 
 // One GEMM stage of a kernel: its operands, epilogue inputs and stage view.

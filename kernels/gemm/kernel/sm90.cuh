@@ -25,14 +25,17 @@ __device__ __forceinline__ unsigned int smId() {
   return s;
 }
 
-// Shared-memory matrix descriptor for wgmma, 128-byte swizzle.
-__device__ __forceinline__ uint64_t smemDesc(const void* p, uint32_t lbo, uint32_t sbo) {
+// Shared-memory matrix descriptor for wgmma: lbo is the byte distance
+// between core matrices adjacent along K, sbo along M (or N). The layout
+// is the 128-byte swizzle, or with swizzle128 false none: each 8-row x
+// 16-byte core matrix then lies in 128 contiguous bytes.
+__device__ __forceinline__ uint64_t smemDesc(const void* p, uint32_t lbo, uint32_t sbo, bool swizzle128 = true) {
   const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   uint64_t d = 0;
   d |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
   d |= static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16;
   d |= static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32;
-  d |= 1ull << 62;  // SWIZZLE_128B
+  if (swizzle128) d |= 1ull << 62;  // layout type 1: SWIZZLE_128B; 0: none
   return d;
 }
 
