@@ -43,6 +43,10 @@ struct Im2colA {
     return rs * g.C + (kb - rs * g.cBlocks) * kBK;
   }
   template <class SP>
+  __device__ __forceinline__ static constexpr int k16Steps(const SP&, int) {
+    return kBK / 16;
+  }
+  template <class SP>
   __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
 #if CUSYNC_GEMM_SM90A
     const Im2colGeometry& g = sp.im2col;
@@ -66,11 +70,14 @@ struct Im2colA {
 // (ASmemLayout::Blocks8), so reduction column k = (r S + s) 8 + c runs
 // straight through the k-blocks as B's KRSC columns do. Through Im2colA a
 // k-block would hold one position's 8 channels and 56 zeros, and 7/8 of
-// the layer's MMAs and A bytes would be padding. Positions past R S (the
-// last k-block's tail) load the last position again: B's columns there are
-// zero-filled, so they add nothing, and the slot's bytes stay those of a
-// whole k-block. The stage must not wait on its input (kColumn names the
-// k-block's first position only); chains start with such a layer.
+// the layer's MMAs and A bytes would be padding. The last k-block holds
+// the positions left (one of 3x3's nine): it loads, and the consumers
+// multiply, only the k16 steps (two positions each) that hold them, and a
+// step's second position past R S loads the last position again, whose
+// weights there (B's columns past R S 8) are zero-filled: it adds nothing
+// and, being this window's own data, carries no NaN or Inf from elsewhere.
+// The stage must not wait on its input (kColumn names the k-block's first
+// position only); chains start with such a layer.
 template <int BM>
 struct Im2colPackedTapsA {
   static constexpr cusync_gemm::detail::ASmemLayout kLayout = cusync_gemm::detail::ASmemLayout::Blocks8;
@@ -85,14 +92,22 @@ struct Im2colPackedTapsA {
   __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
     return kb * kBK;
   }
+  // Two positions a k16 step: the steps that hold positions below R S.
+  template <class SP>
+  __device__ __forceinline__ static int k16Steps(const SP& sp, int kb) {
+    const int left = sp.im2col.taps - kb * kTapsPerKBlock;
+    return left >= kTapsPerKBlock ? kBK / 16 : (left + 1) / 2;
+  }
   template <class SP>
   __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
 #if CUSYNC_GEMM_SM90A
     const Im2colGeometry& g = sp.im2col;
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
     const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(full));
+    const int positions = 2 * k16Steps(sp, kb);
 #pragma unroll
     for (int t = 0; t < kTapsPerKBlock; ++t) {
+      if (t >= positions) break;
       const int32_t rs = min(kb * kTapsPerKBlock + t, g.taps - 1);
       const int32_t fr = rs / g.S, fs = rs - fr * g.S;
       asm volatile(

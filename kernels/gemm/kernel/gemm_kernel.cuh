@@ -223,8 +223,14 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             unsigned char* sa = ss.slotA(ring.stage);
             unsigned char* sb = ss.slotB(ring.stage);
             const int32_t k0 = ALoader::kColumn(sp, kb);  // B's k coordinate
+            // A loader that fills fewer k16 steps of A than a whole slot's
+            // (packed filter taps in a conv's last k-block) expects fewer bytes.
+            const int aSteps = ALoader::k16Steps(sp, kb);
+            const uint32_t tx = aSteps == kBK / 16 ? kTx
+                                                   : kTx - static_cast<uint32_t>(kBK / 16 - aSteps) *
+                                                               static_cast<uint32_t>(Storage::kABytes / (kBK / 16));
             cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                 cuda::ptx::space_shared, &full[ring.stage], kTx);
+                                                 cuda::ptx::space_shared, &full[ring.stage], tx);
             // The wait hook, or the waiter's count of it. With ReorderTileLoads
             // B (the weights) is loaded first, so the wait overlaps B's load.
             // A pair's blocks both wait for the whole stage tile's rows.
@@ -300,7 +306,8 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
         // slot record). Split and KCut units read theirs from the slot record.
         const int kb0 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
         const int kb1 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb1, 0) : kItersOf[decltype(stageIndex)::value];
-        const int lastStage = mainloop.run(acc, full, kb0, kb1, signaller, release);
+        const int lastStage = mainloop.run(acc, full, kb0, kb1, signaller, release,
+                                           [&](int kb) { return ALoader::k16Steps(sp, kb); });
         UnitFinish fin = sched.finishOf(u);
         if (tracing && threadIdx.x == 128 && rank == 0 && fin.tracesTile) {
           sp.trace[work.index].mmaStart = tMma;

@@ -28,6 +28,10 @@ namespace cusync_gemm::detail {
 //                            k coordinate, and the column the stage's input
 //                            policy sees read (cusync::Read::col)
 //   load(dst, sp, rows, kb, full)  the TMA load of k-block kb of A
+//   int k16Steps(sp, kb)     the k16 steps of k-block kb that hold data (4
+//                            but where a loader packs less into the last
+//                            k-block): the loads fill, and the consumers
+//                            multiply, only those steps' share of A
 // TmaTileA reads a row-major A [M, K]: k-block kb of rows [m0, m0 + BM) is
 // one tensor-map box. The convolution's im2col loader
 // (kernels/conv/kernel/im2col_loader.cuh) has the same members.
@@ -43,6 +47,10 @@ struct TmaTileA {
   template <class SP>
   __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
     return kb * kBK;
+  }
+  template <class SP>
+  __device__ __forceinline__ static constexpr int k16Steps(const SP&, int) {
+    return kBK / 16;
   }
   template <class SP>
   __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
@@ -154,16 +162,19 @@ struct ConsumerMainloop {
   // MMAs of k-blocks [kb0, kb1) into acc, starting at the current slot, whose
   // full barrier the caller has waited for. Returns the last slot, still held
   // (release it once the accumulator is final).
-  template <class Release>
+  // stepsOf(kb): the k16 steps of k-block kb to multiply (ALoader::k16Steps).
+  template <class Release, class StepsOf>
   __device__ __forceinline__ int run(float (&acc)[WN / 2], uint64_t* full, int kb0, int kb1, bool signaller,
-                                     Release&& release) {
+                                     Release&& release, StepsOf&& stepsOf) {
     int prevStage = -1;
     for (int kb = kb0; kb < kb1; ++kb) {
       if (kb > kb0) mbarWait(&full[stage], phase);
       const uint32_t slot = static_cast<uint32_t>(stage * (kStageBytes / 16));  // in 16-byte units
+      const int steps = stepsOf(kb);
       wgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) {
+        if (kk >= steps) break;
         // A k16 step: 32 bytes along the rows of B as [N, K] (kAStepUnits for A); 16 rows of 128 bytes of B as [K, N].
         mma16<T, WN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
                              descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
