@@ -13,6 +13,7 @@
 #include <cuda/ptx>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cusync/stage_view.h"
 #include "kernels/gemm/kernel/params.cuh"
@@ -162,7 +163,8 @@ struct ConsumerMainloop {
   // MMAs of k-blocks [kb0, kb1) into acc, starting at the current slot, whose
   // full barrier the caller has waited for. Returns the last slot, still held
   // (release it once the accumulator is final).
-  // stepsOf(kb): the k16 steps of k-block kb to multiply (ALoader::k16Steps).
+  // stepsOf(kb): the k16 steps of k-block kb to multiply (ALoader::k16Steps;
+  // always all of them where A is Swizzled128).
   template <class Release, class StepsOf>
   __device__ __forceinline__ int run(float (&acc)[WN / 2], uint64_t* full, int kb0, int kb1, bool signaller,
                                      Release&& release, StepsOf&& stepsOf) {
@@ -170,17 +172,32 @@ struct ConsumerMainloop {
     for (int kb = kb0; kb < kb1; ++kb) {
       if (kb > kb0) mbarWait(&full[stage], phase);
       const uint32_t slot = static_cast<uint32_t>(stage * (kStageBytes / 16));  // in 16-byte units
-      const int steps = stepsOf(kb);
-      wgmmaFence();
+      // The k16 steps of this k-block as one straight sequence of wgmmas:
+      // a wgmma under a branch makes the compiler fence the accumulator
+      // before it (warpgroup.arrive). A Blocks8 slot may hold fewer steps.
+      auto steps = [&](auto n) {
+        wgmmaFence();
 #pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        if (kk >= steps) break;
-        // A k16 step: 32 bytes along the rows of B as [N, K] (kAStepUnits for A); 16 rows of 128 bytes of B as [K, N].
-        mma16<T, WN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
-                             descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
-                             (kb > kb0 || kk > 0) ? 1 : 0);
+        for (int kk = 0; kk < decltype(n)::value; ++kk) {
+          // A k16 step: 32 bytes along the rows of B as [N, K] (kAStepUnits for A); 16 rows of 128 bytes of B as [K, N].
+          mma16<T, WN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
+                               descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
+                               (kb > kb0 || kk > 0) ? 1 : 0);
+        }
+        wgmmaCommit();
+      };
+      constexpr int kSteps = kBK / 16;
+      if constexpr (kASwizzled) {
+        steps(std::integral_constant<int, kSteps>{});
+      } else {
+        static_assert(kSteps == 4, "a Blocks8 k-block holds 1 to 4 k16 steps");
+        switch (stepsOf(kb)) {
+          case 1: steps(std::integral_constant<int, 1>{}); break;
+          case 2: steps(std::integral_constant<int, 2>{}); break;
+          case 3: steps(std::integral_constant<int, 3>{}); break;
+          default: steps(std::integral_constant<int, 4>{}); break;
+        }
       }
-      wgmmaCommit();
       wgmmaWait<1>();
       if (prevStage >= 0 && signaller) release(prevStage);
       prevStage = stage;
