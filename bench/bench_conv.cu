@@ -37,6 +37,7 @@
 #include "bench_util.cuh"
 #include "conv_reference.cuh"
 #include "conv_variants.h"
+#include "trace_csv.h"
 #ifdef CUSYNC_HAVE_CUDNN
 #include "kernels/baseline/cudnn_conv.h"
 #endif
@@ -367,6 +368,52 @@ int benchConv(const ConvBenchOptions& o) {
                   },
                   copies, &sms[l][j], failing("layer " + std::to_string(l + 1) + " " + singles[j]->name, SIZE_MAX));
         set.time(o.iters);
+      }
+
+      // Traced runs (--trace-dir), after the timing since tracing adds a few
+      // stores per tile: each of our pair variants kTracedRuns times back to
+      // back, launched (not as graphs), on consecutive operand copies.
+      if (!o.traceDir.empty() && !o.checkOnly) {
+        constexpr int kTracedRuns = 4;
+        using cusync_gemm::TileTrace;
+        // One record per stage tile; no configuration has tiles under 64 x 64.
+        auto records = [](const Conv2dArgs& a) { return size_t((a.pixels() + 63) / 64) * size_t((a.K + 63) / 64); };
+        const size_t n1 = records(a1), n2 = records(a2);
+        std::vector<TileTrace*> t1(kTracedRuns), t2(kTracedRuns);
+        for (int r = 0; r < kTracedRuns; ++r) {
+          t1[r] = static_cast<TileTrace*>(mem.get(n1 * sizeof(TileTrace)));
+          t2[r] = static_cast<TileTrace*>(mem.get(n2 * sizeof(TileTrace)));
+        }
+        auto download = [&](const TileTrace* d, size_t n) {
+          std::vector<TileTrace> h(n);
+          CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(TileTrace), cudaMemcpyDeviceToHost));
+          return h;
+        };
+        for (size_t i = 0; i < variants.size(); ++i) {
+          if (!ok[i] || variants[i]->name == "cudnn") continue;
+          const std::string what = ps.name + " batch " + std::to_string(batch) + " " + variants[i]->name + " (traced runs)";
+          try {
+            for (int r = 0; r < kTracedRuns; ++r) {
+              CUDA_OK(cudaMemsetAsync(t1[r], 0, n1 * sizeof(TileTrace), s));
+              CUDA_OK(cudaMemsetAsync(t2[r], 0, n2 * sizeof(TileTrace), s));
+            }
+            bench::drain(s, what);
+            for (int r = 0; r < kTracedRuns; ++r) {
+              ConvPairArgs p = pairArgs(a1, a2, bufs[r % copies]);
+              p.first.trace = t1[r], p.second.trace = t2[r];
+              variants[i]->run(p, env, s);
+            }
+            bench::drain(s, what);
+            std::vector<bench::RunTrace> runs;
+            for (int r = 0; r < kTracedRuns; ++r) runs.emplace_back(download(t1[r], n1), download(t2[r], n2));
+            bench::writeTraceCsv(o.traceDir + "/" + ps.model + "-" + ps.name + "-b" + std::to_string(batch) + "-" +
+                                     variants[i]->name + ".csv",
+                                 runs, "layer");
+          } catch (const std::exception& e) {
+            report(what, e);
+            allOk = false;
+          }
+        }
       }
 
       // Rows: the pair's variants against the best baseline, the layers against cuDNN.

@@ -16,6 +16,7 @@ struct ConvBenchOptions {
   std::string json = "conv_bench.json", csv = "conv_bench.csv";
   bool checkOnly = false;
   bool graph = false;  // time every variant as replayed CUDA graphs
+  std::string traceDir;  // non-empty: our pair variants' traced runs, tile by tile, as DIR/MODEL-PAIR-bB-VARIANT.csv
 };
 
 // The layer pairs' names (--pair), e.g. res56-3x3, vgg224-12.

@@ -15,6 +15,7 @@
 #include "bench_json.h"
 #include "bench_output.h"
 #include "bench_util.cuh"
+#include "trace_csv.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -157,33 +158,6 @@ TraceStats analyze(const std::vector<cusync_gemm::TileTrace>& t1, const std::vec
   st.waitMeanUs = waitSum / n2 * 1e-3;
   st.waitMaxUs = waitMax * 1e-3;
   return st;
-}
-
-// Traced runs, tile by tile, as CSV: times in ns from the first run's first
-// GEMM1 tile; sm2 is a cluster pair's second SM (-1: none).
-using RunTrace = std::pair<std::vector<cusync_gemm::TileTrace>, std::vector<cusync_gemm::TileTrace>>;
-void writeTraceCsv(const std::string& path, const std::vector<RunTrace>& runs) {
-  unsigned long long t0 = ~0ull;
-  for (const auto& r : runs.front().first)
-    if (r.start != 0) t0 = std::min(t0, r.start);
-  auto rel = [&](unsigned long long t) { return t == 0 ? std::string() : std::to_string((long long)(t - t0)); };
-  std::string text = "run,gemm,index,start,wait_ns,mma_start,mma_ns,end,sm,sm2,setup_ns,block_entry,block_exit\n";
-  for (size_t run = 0; run < runs.size(); ++run) {
-    for (int g = 0; g < 2; ++g) {
-      const auto& t = g == 0 ? runs[run].first : runs[run].second;
-      for (size_t i = 0; i < t.size(); ++i) {
-        const auto& r = t[i];
-        if (r.start == 0 && r.end == 0) continue;
-        text += std::to_string(run) + "," + std::to_string(g + 1) + "," + std::to_string(i) + "," + rel(r.start) +
-                "," + std::to_string(r.waitNs) + "," + rel(r.mmaStart) + "," + std::to_string(r.mmaNs) + "," +
-                rel(r.end) + "," + std::to_string(r.sm) + "," + std::to_string(int(r.peerSm) - 1) + "," +
-                std::to_string(r.setupNs) + "," + rel(r.blockEntry) + "," + rel(r.blockExit) + "\n";
-      }
-    }
-  }
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw std::runtime_error("cannot write '" + path + "'");
 }
 
 struct Row {
@@ -372,9 +346,9 @@ int benchMlp(const MlpBenchOptions& o) {
             std::string name = specs[i].name;
             for (char& c : name)
               if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-            std::vector<RunTrace> runs;
+            std::vector<bench::RunTrace> runs;
             for (int r = 0; r < kTracedRuns; ++r) runs.emplace_back(download(tr1[r], traceN1), download(tr2[r], traceN2));
-            writeTraceCsv(o.traceDir + "/" + mname + "-m" + std::to_string(M) + "-" + name + ".csv", runs);
+            bench::writeTraceCsv(o.traceDir + "/" + mname + "-m" + std::to_string(M) + "-" + name + ".csv", runs, "gemm");
           }
         }
       }

@@ -98,6 +98,7 @@ void syncedPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s, cusync_c
   cusync_conv::PairBuffers b;
   b.x = p.first.x, b.w1 = p.first.w, b.bias1 = p.first.bias, b.y1 = p.first.y;
   b.w2 = p.second.w, b.bias2 = p.second.bias, b.residual2 = p.second.residual, b.y2 = p.second.y;
+  b.trace1 = p.first.trace, b.trace2 = p.second.trace;
   pairOf(p, env, v).run(b, s);
 }
 #else

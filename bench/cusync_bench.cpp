@@ -172,6 +172,12 @@ void addConv(CLI::App& app, ConvBenchOptions& o) {
   c->add_flag("--graph", o.graph,
               "time every variant and layer as replayed CUDA graphs (one per operand copy, each holding one run)\n"
               "instead of back-to-back launches");
+  c->add_option("--trace-dir", o.traceDir,
+                "after timing, run our pair variants (nosync, pdl, tilesync) 4 times back to back, traced, and write\n"
+                "them tile by tile (both layers: start, waits, MMA, end, SMs; ns from the first run's first layer-1\n"
+                "tile) to DIR/MODEL-PAIR-bBATCH-VARIANT.csv")
+      ->check(CLI::ExistingDirectory)
+      ->type_name("DIR");
   c->footer("Variants:\n" + convBenchVariantHelp() + kExitStatus);
 }
 
