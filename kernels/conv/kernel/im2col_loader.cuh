@@ -20,6 +20,21 @@ namespace cusync_conv::detail {
 using cusync_gemm::detail::Im2colGeometry;
 using cusync_gemm::detail::kBK;
 
+// One im2col TMA load into dst (shared): channels from c0 of the pixels
+// whose window corner is (w, h) in image n, at filter position (fr, fs).
+// No CCCL wrapper for the im2col form: coordinates {c, w, h, n}, offsets {s, r}.
+__device__ __forceinline__ void im2colLoad(uint32_t dst, const CUtensorMap* map, int32_t c0, int32_t w, int32_t h,
+                                           int32_t n, int32_t fr, int32_t fs, uint32_t full) {
+#if CUSYNC_GEMM_SM90A
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(w), "r"(h), "r"(n), "r"(full), "h"(static_cast<uint16_t>(fs)),
+      "h"(static_cast<uint16_t>(fr))
+      : "memory");
+#endif
+}
+
 struct Im2colA {
   static constexpr cusync_gemm::detail::ASmemLayout kLayout = cusync_gemm::detail::ASmemLayout::Swizzled128;
   // The window corner of this block's first output pixel, in input pixels.
@@ -52,14 +67,8 @@ struct Im2colA {
     const Im2colGeometry& g = sp.im2col;
     const int32_t rs = kb / g.cBlocks, c0 = (kb - rs * g.cBlocks) * kBK;
     const int32_t fr = rs / g.S, fs = rs - fr * g.S;
-    // No CCCL wrapper for the im2col form: coordinates {c, w, h, n}, offsets {s, r}.
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-        "l"(&sp.tmA), "r"(c0), "r"(r.w), "r"(r.h), "r"(r.n),
-        "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(static_cast<uint16_t>(fs)),
-        "h"(static_cast<uint16_t>(fr))
-        : "memory");
+    im2colLoad(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), &sp.tmA, c0, r.w, r.h, r.n, fr, fs,
+               static_cast<uint32_t>(__cvta_generic_to_shared(full)));
 #endif
   }
 };
@@ -110,12 +119,7 @@ struct Im2colPackedTapsA {
       if (t >= positions) break;
       const int32_t rs = min(kb * kTapsPerKBlock + t, g.taps - 1);
       const int32_t fr = rs / g.S, fs = rs - fr * g.S;
-      asm volatile(
-          "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-          " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(base + static_cast<uint32_t>(t * BM * 16)),
-          "l"(&sp.tmA), "r"(0), "r"(r.w), "r"(r.h), "r"(r.n), "r"(bar), "h"(static_cast<uint16_t>(fs)),
-          "h"(static_cast<uint16_t>(fr))
-          : "memory");
+      im2colLoad(base + static_cast<uint32_t>(t * BM * 16), &sp.tmA, 0, r.w, r.h, r.n, fr, fs, bar);
     }
 #endif
   }
