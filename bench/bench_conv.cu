@@ -384,11 +384,6 @@ int benchConv(const ConvBenchOptions& o) {
           t1[r] = static_cast<TileTrace*>(mem.get(n1 * sizeof(TileTrace)));
           t2[r] = static_cast<TileTrace*>(mem.get(n2 * sizeof(TileTrace)));
         }
-        auto download = [&](const TileTrace* d, size_t n) {
-          std::vector<TileTrace> h(n);
-          CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(TileTrace), cudaMemcpyDeviceToHost));
-          return h;
-        };
         for (size_t i = 0; i < variants.size(); ++i) {
           if (!ok[i] || variants[i]->name == "cudnn") continue;
           const std::string what = ps.name + " batch " + std::to_string(batch) + " " + variants[i]->name + " (traced runs)";
@@ -405,7 +400,7 @@ int benchConv(const ConvBenchOptions& o) {
             }
             bench::drain(s, what);
             std::vector<bench::RunTrace> runs;
-            for (int r = 0; r < kTracedRuns; ++r) runs.emplace_back(download(t1[r], n1), download(t2[r], n2));
+            for (int r = 0; r < kTracedRuns; ++r) runs.emplace_back(bench::download(t1[r], n1), bench::download(t2[r], n2));
             bench::writeTraceCsv(o.traceDir + "/" + ps.model + "-" + ps.name + "-b" + std::to_string(batch) + "-" +
                                      variants[i]->name + ".csv",
                                  runs, "layer");

@@ -22,13 +22,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -333,21 +331,18 @@ int benchMlp(const MlpBenchOptions& o) {
             mlp.run(M, bt, specs[i].v, s, specs[i].o, specs[i].pdl);
           }
           bench::drain(s, mname + " M=" + std::to_string(M) + " " + specs[i].name + " (traced runs)");
-          auto download = [&](const cusync_gemm::TileTrace* d, size_t n) {
-            std::vector<cusync_gemm::TileTrace> h(n);
-            CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(h[0]), cudaMemcpyDeviceToHost));
-            return h;
-          };
-          const auto h1 = download(tr1[kTracedRuns - 1], traceN1), h2 = download(tr2[kTracedRuns - 1], traceN2);
+          const auto h1 = bench::download(tr1[kTracedRuns - 1], traceN1);
+          const auto h2 = bench::download(tr2[kTracedRuns - 1], traceN2);
           traces[i] = analyze(h1, h2, prop.multiProcessorCount);
-          analyzeBoundary(traces[i], download(tr1[kTracedRuns - 2], traceN1), download(tr2[kTracedRuns - 2], traceN2),
-                          h1);
+          analyzeBoundary(traces[i], bench::download(tr1[kTracedRuns - 2], traceN1),
+                          bench::download(tr2[kTracedRuns - 2], traceN2), h1);
           if (!o.traceDir.empty()) {
             std::string name = specs[i].name;
             for (char& c : name)
               if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
             std::vector<bench::RunTrace> runs;
-            for (int r = 0; r < kTracedRuns; ++r) runs.emplace_back(download(tr1[r], traceN1), download(tr2[r], traceN2));
+            for (int r = 0; r < kTracedRuns; ++r)
+              runs.emplace_back(bench::download(tr1[r], traceN1), bench::download(tr2[r], traceN2));
             bench::writeTraceCsv(o.traceDir + "/" + mname + "-m" + std::to_string(M) + "-" + name + ".csv", runs, "gemm");
           }
         }
@@ -471,17 +466,7 @@ int benchMlp(const MlpBenchOptions& o) {
                               {"cublas_gemm1_ms", t.cb1},
                               {"cublas_gemm2_ms", t.cb2},
                               {"roofline_ms", t.roofMs}});
-  bool written = true;
-  for (const auto& [path, text] : {std::pair<std::string, std::string>{csv, csvText}, {json, doc.dump(2) + "\n"}}) {
-    std::ofstream f(path);
-    f << text;
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "cusync-bench mlp: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-      written = false;
-    }
-  }
-  if (written) std::printf("wrote %s and %s\n", json.c_str(), csv.c_str());
+  const bool written = bench::writeCsvAndJson("cusync-bench mlp", csv, csvText, json, doc.dump(2) + "\n");
   cudaStreamDestroy(s);
   if (!allOk) {
     std::fprintf(stderr, "cusync-bench mlp: some variants FAILED their check against cuBLAS\n");

@@ -293,6 +293,14 @@ inline std::vector<std::string> commaList(const std::string& s) {
   return out;
 }
 
+// n values of a trivially copyable T from the device.
+template <class T>
+std::vector<T> download(const T* d, size_t n) {
+  std::vector<T> h(n);
+  CUDA_OK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
 // n bf16 values from the device, as floats.
 inline std::vector<float> downloadBf16(const void* p, size_t n) {
   std::vector<__nv_bfloat16> h(n);
