@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/conv/kernel/im2col_walk.h"
 #include "kernels/gemm/kernel/arch.cuh"
 #include "kernels/gemm/kernel/params.cuh"
 
@@ -53,22 +54,28 @@ struct Im2colA {
   // zero-filled A channels).
   template <class SP>
   __device__ __forceinline__ static int32_t kColumn(const SP& sp, int kb) {
-    const Im2colGeometry& g = sp.im2col;
-    const int32_t rs = kb / g.cBlocks;
-    return rs * g.C + (kb - rs * g.cBlocks) * kBK;
+    return KStep::at(sp.im2col, kb).kColumn();
+  }
+  // The loader's walk: a unit's first k-block by division, the rest by steps.
+  using KStep = ChannelBlockStep;
+  template <class SP>
+  __device__ __forceinline__ static KStep kStepAt(const SP& sp, int kb) {
+    return KStep::at(sp.im2col, kb);
+  }
+  template <class SP>
+  __device__ __forceinline__ static void nextKStep(const SP& sp, KStep& k) {
+    k.next(sp.im2col);
   }
   template <class SP>
   __device__ __forceinline__ static constexpr int k16Steps(const SP&, int) {
     return kBK / 16;
   }
   template <class SP>
-  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
+  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, const KStep& k, int,
+                                              uint64_t* full) {
 #if CUSYNC_GEMM_SM90A
-    const Im2colGeometry& g = sp.im2col;
-    const int32_t rs = kb / g.cBlocks, c0 = (kb - rs * g.cBlocks) * kBK;
-    const int32_t fr = rs / g.S, fs = rs - fr * g.S;
-    im2colLoad(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), &sp.tmA, c0, r.w, r.h, r.n, fr, fs,
-               static_cast<uint32_t>(__cvta_generic_to_shared(full)));
+    im2colLoad(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), &sp.tmA, k.c0, r.w, r.h, r.n, k.tap.fr,
+               k.tap.fs, static_cast<uint32_t>(__cvta_generic_to_shared(full)));
 #endif
   }
 };
@@ -101,6 +108,15 @@ struct Im2colPackedTapsA {
   __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
     return kb * kBK;
   }
+  using KStep = PackedTapsStep<kTapsPerKBlock>;
+  template <class SP>
+  __device__ __forceinline__ static KStep kStepAt(const SP& sp, int kb) {
+    return KStep::at(sp.im2col, kb);
+  }
+  template <class SP>
+  __device__ __forceinline__ static void nextKStep(const SP& sp, KStep& k) {
+    k.next(sp.im2col);
+  }
   // Two positions a k16 step: the steps that hold positions below R S.
   template <class SP>
   __device__ __forceinline__ static int k16Steps(const SP& sp, int kb) {
@@ -108,18 +124,19 @@ struct Im2colPackedTapsA {
     return left >= kTapsPerKBlock ? kBK / 16 : (left + 1) / 2;
   }
   template <class SP>
-  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
+  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, const KStep& k, int kb,
+                                              uint64_t* full) {
 #if CUSYNC_GEMM_SM90A
     const Im2colGeometry& g = sp.im2col;
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
     const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(full));
     const int positions = 2 * k16Steps(sp, kb);
+    FilterTap tap = k.tap;
 #pragma unroll
     for (int t = 0; t < kTapsPerKBlock; ++t) {
       if (t >= positions) break;
-      const int32_t rs = min(kb * kTapsPerKBlock + t, g.taps - 1);
-      const int32_t fr = rs / g.S, fs = rs - fr * g.S;
-      im2colLoad(base + static_cast<uint32_t>(t * BM * 16), &sp.tmA, 0, r.w, r.h, r.n, fr, fs, bar);
+      im2colLoad(base + static_cast<uint32_t>(t * BM * 16), &sp.tmA, 0, r.w, r.h, r.n, tap.fr, tap.fs, bar);
+      if (tap.rs < g.taps - 1) tap.step(g);  // past R S: the last position again (see above)
     }
 #endif
   }

@@ -8,6 +8,7 @@
 #include "cusync/error.h"
 #include "kernels/conv/conv.h"
 #include "kernels/conv/host/conv_launch_host.h"
+#include "kernels/conv/kernel/im2col_walk.h"
 
 namespace {
 
@@ -157,6 +158,52 @@ TEST(ConvGemm, FewPixelsSplitTheReduction) {
   EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(t), t.config, 132), 4u);
   a.splitK = -1;
   expectBad(a, "splitK");
+}
+
+// The loaders' k walk (stepped from a unit's first k-block) names the same
+// filter position, channel block and B column as the division form, from
+// every starting k-block, at channel counts that fill k-blocks and that do not.
+TEST(ConvWalk, SteppingMatchesDivision) {
+  using cusync_conv::detail::ChannelBlockStep;
+  struct Layer {
+    int R, S, C;
+  };
+  for (const Layer l : {Layer{3, 3, 64}, Layer{3, 3, 520}, Layer{1, 1, 128}, Layer{3, 3, 16}, Layer{7, 7, 192},
+                        Layer{1, 3, 64}}) {
+    Conv2dArgs a = good();
+    a.R = l.R, a.S = l.S, a.C = l.C;
+    const cusync_gemm::detail::Im2colGeometry g = cusync_conv::detail::im2colGeometry(a);
+    const int kBlocks = l.R * l.S * g.cBlocks;
+    for (int kb0 = 0; kb0 < kBlocks; ++kb0) {
+      ChannelBlockStep k = ChannelBlockStep::at(g, kb0);
+      for (int kb = kb0; kb < kBlocks; ++kb, k.next(g)) {
+        const int rs = kb / g.cBlocks, c0 = (kb % g.cBlocks) * 64;
+        ASSERT_EQ(k.tap.fr, rs / l.S) << "C " << l.C << " from " << kb0 << " at " << kb;
+        ASSERT_EQ(k.tap.fs, rs % l.S) << "C " << l.C << " from " << kb0 << " at " << kb;
+        ASSERT_EQ(k.c0, c0) << "C " << l.C << " from " << kb0 << " at " << kb;
+        ASSERT_EQ(k.kColumn(), rs * l.C + c0) << "C " << l.C << " from " << kb0 << " at " << kb;
+      }
+    }
+  }
+}
+
+TEST(ConvWalk, PackedTapsStepEightPositions) {
+  using Step = cusync_conv::detail::PackedTapsStep<8>;
+  for (const int s : {1, 3, 5}) {
+    Conv2dArgs a = good();
+    a.C = 8, a.R = a.S = s, a.padH = a.padW = s / 2;
+    const cusync_gemm::detail::Im2colGeometry g = cusync_conv::detail::im2colGeometry(a);
+    const int kBlocks = (s * s + 7) / 8;
+    for (int kb0 = 0; kb0 < kBlocks; ++kb0) {
+      Step k = Step::at(g, kb0);
+      for (int kb = kb0; kb < kBlocks; ++kb, k.next(g)) {
+        ASSERT_EQ(k.tap.rs, 8 * kb);
+        ASSERT_EQ(k.tap.fr, 8 * kb / s) << "S " << s << " at " << kb;
+        ASSERT_EQ(k.tap.fs, 8 * kb % s) << "S " << s << " at " << kb;
+        ASSERT_EQ(k.kColumn(), 64 * kb);
+      }
+    }
+  }
 }
 
 }  // namespace

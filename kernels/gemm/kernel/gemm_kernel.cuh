@@ -212,6 +212,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               prefetchB<BN, TransB, ALoader>(sp, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
           const int kbTicket = u.ticketPoint(kp.flags.ticketLead);
+          typename ALoader::KStep kStep = ALoader::kStepAt(sp, u.kb0);
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
             if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
             if (kb == kbTicket) {
@@ -222,13 +223,12 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             }
             unsigned char* sa = ss.slotA(ring.stage);
             unsigned char* sb = ss.slotB(ring.stage);
-            const int32_t k0 = ALoader::kColumn(sp, kb);  // B's k coordinate
+            const int32_t k0 = kStep.kColumn();  // B's k coordinate
             // A loader that fills fewer k16 steps of A than a whole slot's
             // (packed filter taps in a conv's last k-block) expects fewer bytes.
             const int aSteps = ALoader::k16Steps(sp, kb);
-            const uint32_t tx = aSteps == kBK / 16 ? kTx
-                                                   : kTx - static_cast<uint32_t>(kBK / 16 - aSteps) *
-                                                               static_cast<uint32_t>(Storage::kABytes / (kBK / 16));
+            const uint32_t tx = kTx - static_cast<uint32_t>(kBK / 16 - aSteps) *
+                                          static_cast<uint32_t>(Storage::kABytes / (kBK / 16));
             cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                  cuda::ptx::space_shared, &full[ring.stage], tx);
             // The wait hook, or the waiter's count of it. With ReorderTileLoads
@@ -252,15 +252,15 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
                 if (readyCached < ++loaded) timed([&] { readyCached = queue.awaitReady(loaded); });
               } else {
                 timed([&] {
-                  cusync::waitElected(sp.view, work, readOf<ALoader>(sp, kb, mTile, walkStart), 0,
-                                      cusync::Reader::AsyncProxy);
+                  cusync::waitElected(sp.view, work, readAt(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
                 });
               }
             };
             if (!reorderLoads) waitForA();
             loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
             if (reorderLoads) waitForA();
-            ALoader::load(sa, sp, aRows, kb, &full[ring.stage]);
+            ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.stage]);
+            ALoader::nextKStep(sp, kStep);
             ring.advance();
           }
           if (tracing && u.kb0 == 0 && rank == 0) {

@@ -28,14 +28,21 @@ namespace cusync_gemm::detail {
 //   int32_t kColumn(sp, kb)  the reduction index where k-block kb starts: B's
 //                            k coordinate, and the column the stage's input
 //                            policy sees read (cusync::Read::col)
-//   load(dst, sp, rows, kb, full)  the TMA load of k-block kb of A
+//   KStep                    the loader's position in the k walk, with
+//                            kColumn(): kStepAt(sp, kb) places it at a unit's
+//                            first k-block, nextKStep(sp, step) moves it one
+//                            k-block on. The loading thread issues every load
+//                            of its block, so its per-k-block work sets the
+//                            k-loop's pace where the MMAs are short: the walk
+//                            keeps divisions out of it.
+//   load(dst, sp, rows, step, kb, full)  the TMA load of k-block kb of A
 //   int k16Steps(sp, kb)     the k16 steps of k-block kb that hold data (4
 //                            but where a loader packs less into the last
 //                            k-block): the loads fill, and the consumers
 //                            multiply, only those steps' share of A
 // TmaTileA reads a row-major A [M, K]: k-block kb of rows [m0, m0 + BM) is
-// one tensor-map box. The convolution's im2col loader
-// (kernels/conv/kernel/im2col_loader.cuh) has the same members.
+// one tensor-map box. The convolution's im2col loaders
+// (kernels/conv/kernel/im2col_loader.cuh) have the same members.
 struct TmaTileA {
   static constexpr ASmemLayout kLayout = ASmemLayout::Swizzled128;
   struct Rows {
@@ -49,23 +56,40 @@ struct TmaTileA {
   __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
     return kb * kBK;
   }
+  struct KStep {
+    int32_t k0;
+    __device__ __forceinline__ int32_t kColumn() const { return k0; }
+  };
+  template <class SP>
+  __device__ __forceinline__ static KStep kStepAt(const SP&, int kb) {
+    return KStep{kb * kBK};
+  }
+  template <class SP>
+  __device__ __forceinline__ static void nextKStep(const SP&, KStep& k) {
+    k.k0 += kBK;
+  }
   template <class SP>
   __device__ __forceinline__ static constexpr int k16Steps(const SP&, int) {
     return kBK / 16;
   }
   template <class SP>
-  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, int kb, uint64_t* full) {
-    const int32_t c[2] = {kb * kBK, r.m0};
+  __device__ __forceinline__ static void load(void* dst, const SP& sp, const Rows& r, const KStep& k, int,
+                                              uint64_t* full) {
+    const int32_t c[2] = {k.k0, r.m0};
     cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &sp.tmA, c, full);
   }
 };
 
-// What k-block kb of a stage tile starting at row stageTileRow0 reads, for
-// the stage's input policy; walkStart is the column of the unit's first k-block.
+// What a k-block starting at reduction column col of a stage tile starting at
+// row stageTileRow0 reads, for the stage's input policy; walkStart is the
+// column of the unit's first k-block.
+__device__ __forceinline__ cusync::Read readAt(int32_t col, int32_t stageTileRow0, uint32_t walkStart) {
+  return cusync::Read{static_cast<uint32_t>(col), static_cast<uint32_t>(stageTileRow0), 0, walkStart};
+}
+// The same for k-block kb.
 template <class ALoader, class SP>
 __device__ __forceinline__ cusync::Read readOf(const SP& sp, int kb, int32_t stageTileRow0, uint32_t walkStart) {
-  return cusync::Read{static_cast<uint32_t>(ALoader::kColumn(sp, kb)), static_cast<uint32_t>(stageTileRow0), 0,
-                      walkStart};
+  return readAt(ALoader::kColumn(sp, kb), stageTileRow0, walkStart);
 }
 
 // k-block k0 of B's columns [n0, n0 + BN) into slot `sb`: one box of B as
