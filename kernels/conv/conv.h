@@ -82,9 +82,14 @@ inline bool packsFilterTaps(const Conv2dArgs& a) { return a.C == 8; }
 cusync_gemm::GemmArgs gemmOf(const Conv2dArgs& a);
 
 // The configurations the convolution kernels are built for, and the choice
-// among them for a shape: the GEMM's cost model over these (a.config when set,
-// which must be one of them).
+// among them for a shape: waves of units at per-k-block and per-unit times
+// measured on the H100 (conv_host.cpp), whole 128x64 / 128x128 / 128x256
+// tiles or 64x128 split tiles (a.config when set, which must be one of them).
 bool convBuilds(cusync_gemm::TileConfig c);
+// For A/B runs on one binary, as the GEMM's switches (kernels/gemm/env.h):
+// CUSYNC_CONV_CONFIG=name makes every layer whose a.config is Auto take that
+// configuration (one the convolution is built for; others are an error).
+inline constexpr const char* kEnvConvConfig = "CUSYNC_CONV_CONFIG";
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 // Parts per split tile for a's configuration (a.splitK when set): as many as
 // the SMs hold, at least 4 k-blocks each. A layer with few output pixels and

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "cusync/error.h"
@@ -106,38 +107,59 @@ int64_t partsFor(int64_t tiles, int64_t kBlocks, int numSMs, int64_t most) {
 }
 }  // namespace
 
-// Measured on the H100 (cusync-bench conv --graph, per layer pair): where
-// the tiles are few, a tile's k-loop is load-latency bound (~0.4-0.5 us per
-// k-block whatever the tile width), so a layer takes as long as its longest
-// unit, and splitting K over the idle SMs pays (7 x 7 x 512 at batch 1: 15
-// against 37-49 us whole); 128x256 parts pay where the reduction is long
-// (14 x 14 x 512 at batch 8: 26 us in 4-5 parts against 36 us whole) and
-// lose where it is short (18 k-blocks: 37 against 26 us for 64x128 tiles).
+namespace {
+// A configuration's time for a layer as the convolution runs it: waves of
+// units, each unit its k-blocks at a per-k-block time plus a per-unit time.
+// Fitted to the H100 (cusync-bench conv --graph with every layer of the
+// ResNet-38 / VGG-19 sweep forced into each configuration through
+// CUSYNC_CONV_CONFIG, 2026-11-27): the 128x64 and 128x128 k-loops run at
+// the rate their loads arrive (~0.33-0.36 us a k-block, whatever the width),
+// 128x256 at its MMAs' (~0.62 us); a split tile pays ~5 us for the partials'
+// fixup. Over the sweep's 80 layer shapes and batches this model's pick ran
+// within 0.1% of the fastest configuration (geomean; 2% at worst), where
+// the GEMM's cost model with the few-tile rules before it (which chose
+// 128x256 tail-split parts for 14 x 14 x 512 and 128x256 over 128x128 at
+// 56 x 56 x 256, batch 8) ran 4.6% behind (44% at worst). 128x256
+// tail-split parts were never the fastest and are not chosen.
+struct ConvUnitCost {
+  TileConfig config;
+  double usPerKBlock, usPerUnit;
+};
+constexpr ConvUnitCost kWholeTileCosts[] = {
+    {TileConfig::T128x64, 0.33, 0.8}, {TileConfig::T128x128, 0.36, 1.0}, {TileConfig::T128x256, 0.62, 1.5}};
+constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs = 5.0;
+}  // namespace
+
 TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
   if (a.config != TileConfig::Auto) return a.config;
+  // For A/B runs on one binary: every Auto layer takes the named configuration
+  // (one of kConvConfigs).
+  static const char* const forced = std::getenv(kEnvConvConfig);
+  if (forced != nullptr && *forced != '\0') {
+    const TileConfig t = cusync_gemm::parseTileConfig(forced);
+    if (!convBuilds(t))
+      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv2d",
+                          std::string(kEnvConvConfig) + "=" + forced + ": not a configuration the convolution is built for");
+    return t;
+  }
   const GemmArgs g = gemmOf(a);
   const int64_t kBlocks = g.K / 64;
+  const int64_t sms = std::max(numSMs, 1);
   auto tilesOf = [&](int64_t bm, int64_t bn) { return (g.M + bm - 1) / bm * ((g.N + bn - 1) / bn); };
-  auto perPart = [&](int64_t tiles, int64_t most) {
-    const int64_t parts = partsFor(tiles, kBlocks, numSMs, most);
-    return (kBlocks + parts - 1) / parts;
-  };
-  const int64_t splitTiles = tilesOf(64, 128), wideTiles = tilesOf(128, 256);
-  // Few tiles: 64x128 parts, or 128x256 parts where those are less than half as long.
-  if (2 * splitTiles <= numSMs || 2 * tilesOf(128, 128) <= numSMs)
-    return kBlocks >= 32 && 2 * perPart(wideTiles, kWidePartsMax) < perPart(splitTiles, 32)
-               ? TileConfig::T128x256TailSplit
-               : TileConfig::T64x128SplitK;
-  if (2 * wideTiles <= numSMs && kBlocks >= 32) return TileConfig::T128x256TailSplit;
-  // Otherwise whole tiles (and TailSplit's own tail plan) by the GEMM's cost model.
+  auto wavesOf = [&](int64_t units) { return static_cast<double>((units + sms - 1) / sms); };
   TileConfig best = TileConfig::Auto;
   double bestCost = 0;
-  for (TileConfig c : detail::kConvConfigs) {
-    if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::SplitK) continue;
-    const double cost = cusync_gemm::estimatedCost(g.M, g.N, g.K, numSMs, c);
-    if (best == TileConfig::Auto || cost < bestCost * 0.999) best = c, bestCost = cost;
+  for (const ConvUnitCost& c : kWholeTileCosts) {
+    const cusync_gemm::TileShape t = cusync_gemm::tileShape(c.config);
+    const double cost = wavesOf(tilesOf(t.bm, t.bn)) * (static_cast<double>(kBlocks) * c.usPerKBlock + c.usPerUnit);
+    if (best == TileConfig::Auto || cost < bestCost) best = c.config, bestCost = cost;
   }
-  return best;
+  const int64_t splitTiles = tilesOf(64, 128);
+  const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, 32);
+  const double splitCost = wavesOf(splitTiles * parts) * (static_cast<double>((kBlocks + parts - 1) / parts) *
+                                                               kSplitUsPerKBlock +
+                                                           kSplitUsPerUnit + (parts > 1 ? kSplitFixupUs : 0.0));
+  return splitCost < bestCost ? TileConfig::T64x128SplitK : best;
 }
 
 int convSplits(const Conv2dArgs& a, int numSMs) {
