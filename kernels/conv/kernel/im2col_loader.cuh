@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/conv/kernel/im2col_walk.h"
 #include "kernels/gemm/kernel/arch.cuh"
@@ -36,7 +37,22 @@ __device__ __forceinline__ void im2colLoad(uint32_t dst, const CUtensorMap* map,
 #endif
 }
 
-struct Im2colA {
+// An im2col loader's walk members (mainloop.cuh): a unit's first k-block by
+// division, the rest by steps of Step (im2col_walk.h).
+template <class Step>
+struct Im2colKWalk {
+  using KStep = Step;
+  template <class SP>
+  __device__ __forceinline__ static KStep kStepAt(const SP& sp, int kb) {
+    return Step::at(sp.im2col, kb);
+  }
+  template <class SP>
+  __device__ __forceinline__ static void nextKStep(const SP& sp, KStep& k) {
+    k.next(sp.im2col);
+  }
+};
+
+struct Im2colA : Im2colKWalk<ChannelBlockStep> {
   static constexpr cusync_gemm::detail::ASmemLayout kLayout = cusync_gemm::detail::ASmemLayout::Swizzled128;
   // The window corner of this block's first output pixel, in input pixels.
   struct Rows {
@@ -54,17 +70,7 @@ struct Im2colA {
   // zero-filled A channels).
   template <class SP>
   __device__ __forceinline__ static int32_t kColumn(const SP& sp, int kb) {
-    return KStep::at(sp.im2col, kb).kColumn();
-  }
-  // The loader's walk: a unit's first k-block by division, the rest by steps.
-  using KStep = ChannelBlockStep;
-  template <class SP>
-  __device__ __forceinline__ static KStep kStepAt(const SP& sp, int kb) {
-    return KStep::at(sp.im2col, kb);
-  }
-  template <class SP>
-  __device__ __forceinline__ static void nextKStep(const SP& sp, KStep& k) {
-    k.next(sp.im2col);
+    return ChannelBlockStep::at(sp.im2col, kb).kColumn();
   }
   template <class SP>
   __device__ __forceinline__ static constexpr int k16Steps(const SP&, int) {
@@ -95,10 +101,11 @@ struct Im2colA {
 // The stage must not wait on its input (kColumn names the k-block's first
 // position only); chains start with such a layer.
 template <int BM>
-struct Im2colPackedTapsA {
+struct Im2colPackedTapsA : Im2colKWalk<PackedTapsStep<kBK / 8>> {
   static constexpr cusync_gemm::detail::ASmemLayout kLayout = cusync_gemm::detail::ASmemLayout::Blocks8;
   static constexpr int kChannels = 8;
   static constexpr int kTapsPerKBlock = kBK / kChannels;
+  static_assert(std::is_same_v<KStep, PackedTapsStep<kTapsPerKBlock>>, "the walk steps a k-block's positions");
   using Rows = Im2colA::Rows;
   template <class SP>
   __device__ __forceinline__ static Rows rows(const SP& sp, int32_t m0) {
@@ -107,15 +114,6 @@ struct Im2colPackedTapsA {
   template <class SP>
   __device__ __forceinline__ static int32_t kColumn(const SP&, int kb) {
     return kb * kBK;
-  }
-  using KStep = PackedTapsStep<kTapsPerKBlock>;
-  template <class SP>
-  __device__ __forceinline__ static KStep kStepAt(const SP& sp, int kb) {
-    return KStep::at(sp.im2col, kb);
-  }
-  template <class SP>
-  __device__ __forceinline__ static void nextKStep(const SP& sp, KStep& k) {
-    k.next(sp.im2col);
   }
   // Two positions a k16 step: the steps that hold positions below R S.
   template <class SP>
