@@ -12,6 +12,7 @@
 #include "bench_mlp.h"
 #include "cusync_cli.h"
 #include "kernels/attention/env.h"
+#include "kernels/conv/conv.h"
 #include "kernels/gemm/env.h"
 #include "watchdog.h"
 
@@ -178,7 +179,9 @@ void addConv(CLI::App& app, ConvBenchOptions& o) {
                 "tile) to DIR/MODEL-PAIR-bBATCH-VARIANT.csv")
       ->check(CLI::ExistingDirectory)
       ->type_name("DIR");
-  c->footer("Variants:\n" + convBenchVariantHelp() + kExitStatus);
+  c->footer("Variants:\n" + convBenchVariantHelp() +
+            "Environment switches of the convolution, for A/B runs of one binary:\n" +
+            envSwitchHelp(cusync_conv::kEnvSwitches) + kExitStatus);
 }
 
 void addAttention(CLI::App& app, AttentionBenchOptions& o) {

@@ -35,6 +35,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cusync/error.h"
+#include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 
 namespace cusync_conv {
@@ -90,6 +91,11 @@ bool convBuilds(cusync_gemm::TileConfig c);
 // CUSYNC_CONV_CONFIG=name makes every layer whose a.config is Auto take that
 // configuration (one the convolution is built for; others are an error).
 inline constexpr const char* kEnvConvConfig = "CUSYNC_CONV_CONFIG";
+// `cusync-bench conv --help` lists them.
+inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
+    {kEnvConvConfig, "=name: every layer takes this tile configuration (128x64, 128x128, 128x256, 64x128-splitk or "
+                     "128x256-tailsplit) instead of the time model's pick"},
+};
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 // Parts per split tile for a's configuration (a.splitK when set): as many as
 // the SMs hold, at least 4 k-blocks each. A layer with few output pixels and
