@@ -105,9 +105,7 @@ constexpr int64_t kWidePartsMax = 4;
 int64_t partsFor(int64_t tiles, int64_t kBlocks, int numSMs, int64_t most) {
   return std::max<int64_t>(std::min<int64_t>({most, numSMs / std::max<int64_t>(tiles, 1), kBlocks / 4}), 1);
 }
-}  // namespace
 
-namespace {
 // A configuration's time for a layer as the convolution runs it: waves of
 // units, each unit its k-blocks at a per-k-block time plus a per-unit time.
 // Fitted to the H100 (cusync-bench conv --graph with every layer of the

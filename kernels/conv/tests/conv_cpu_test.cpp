@@ -146,7 +146,8 @@ TEST(ConvGemm, ChoiceFollowsMeasuredTimes) {
   };
   for (const Case& c : {Case{8, 56, 256, 256, TileConfig::T128x128}, Case{32, 56, 256, 256, TileConfig::T128x256},
                         Case{32, 112, 128, 128, TileConfig::T128x128}, Case{16, 224, 64, 64, TileConfig::T128x64},
-                        Case{32, 14, 256, 256, TileConfig::T128x128}, Case{4, 7, 512, 512, TileConfig::T64x128SplitK}, Case{1, 56, 64, 64, TileConfig::T128x64}}) {
+                        Case{32, 14, 256, 256, TileConfig::T128x128}, Case{4, 7, 512, 512, TileConfig::T64x128SplitK},
+                        Case{1, 56, 64, 64, TileConfig::T128x64}}) {
     Conv2dArgs a = good();
     a.N = c.n, a.H = a.W = c.h, a.C = c.c, a.K = c.k;
     EXPECT_EQ(cusync_conv::convConfig(a, 132, cusync_gemm::LaunchContext::Stage), c.want)
