@@ -76,6 +76,24 @@ struct FusedStageSchedule {
   using type = std::conditional_t<S == Schedule::SplitK, SplitTiles<View>, WholeTiles<View>>;
 };
 
+// Registers per thread of the producer and the consumer warpgroups. The
+// block is launched with 168 a thread (one block of 384 threads an SM);
+// setmaxnreg moves them between the warpgroups, within 128 P + 256 C <= 384 x 168.
+// A consumer holds WN / 2 accumulators: 256 columns need 232 registers, and
+// leave the producer 40. With 40, the loading thread and the waiter spill to
+// local memory where the waiter is a warp (TileSync and its kin: 230-390
+// bytes a kernel, ptxas -v) or where the loader's walk is long (the conv's
+// packed filter taps: 190-270 bytes), and those loads land in the k-loop
+// that paces narrow tiles. Narrower consumers give the producer 56, where
+// neither spills; a warp waiter takes 56 also from 256-column consumers,
+// which then spill at most 16 bytes instead of its ~330.
+template <int WN, bool kWaiterWarp>
+struct RegisterSplit {
+  static constexpr int kProducer = (WN <= 192 || kWaiterWarp) ? 56 : 40;
+  static constexpr int kConsumer = kProducer == 56 ? 224 : 232;
+  static_assert(128 * kProducer + 256 * kConsumer <= 384 * 168, "the split exceeds the block's registers");
+};
+
 template <class Shape, class KP>
 __device__ __forceinline__ auto makeScheduler(const KP& kp) {
   if constexpr (KP::kStages == 1) {
@@ -117,6 +135,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
   constexpr int kRowsPerTile = Link::kSize * BM;  // stage tile rows
   // The thread that takes tickets: the waiter where stages wait, else the loader.
   constexpr unsigned kSchedulerThread = kWaits ? 32 : 0;
+  using Regs = RegisterSplit<WN, kernelWaitsPerKBlock<KP>()>;
 
   // Prologue. The first unit is taken before the barriers are set up, so that
   // its atomics overlap the set-up; a programmatic dependent launch
@@ -152,7 +171,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
   link.syncAfterInit();
 
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    releaseRegistersTo<Regs::kProducer>();
     if constexpr (kWaits) {
       // The waiter: a warp where a stage waits k-block by k-block, else
       // thread 32 alone (no meetings per unit on short tiles).
@@ -274,7 +293,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     }
   } else {
     // The consumers.
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    claimRegistersTo<Regs::kConsumer>();
     const int cw = wg - 1;
     const bool signaller = (threadIdx.x % 128) == 0;
     constexpr int kRowOff = BM == 128 ? 64 : 0;  // rows of the tile per consumer index

@@ -52,6 +52,22 @@ struct MovingDesc {
   }
 };
 
+// setmaxnreg (no CCCL wrapper): a warpgroup gives registers back to the
+// block's pool, or takes them from it, for the code after it; ptxas then
+// allocates that code within the new count.
+template <int N>
+__device__ __forceinline__ void releaseRegistersTo() {
+#if CUSYNC_GEMM_SM90A
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void claimRegistersTo() {
+#if CUSYNC_GEMM_SM90A
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 __device__ __forceinline__ void wgmmaFence() {
 #if CUSYNC_GEMM_SM90A
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
