@@ -85,16 +85,23 @@ cusync_gemm::GemmArgs gemmOf(const Conv2dArgs& a);
 // The configurations the convolution kernels are built for, and the choice
 // among them for a shape: waves of units at per-k-block and per-unit times
 // measured on the H100 (conv_host.cpp), whole 128x64 / 128x128 / 128x256
-// tiles or 64x128 split tiles (a.config when set, which must be one of them).
+// tiles, 128x64 tiles with the filter resident, or 64x128 split tiles
+// (a.config when set, which must be one of them).
 bool convBuilds(cusync_gemm::TileConfig c);
+// Whether a's filter fits the 128x64-resident configuration: one column
+// tile (K <= 64 output channels) and a reduction of at most 9 k-blocks (a
+// 3 x 3 filter over 64 channels, 72 KiB), which each block then loads once
+// and keeps in shared memory while its tiles stream only their A.
+bool filterFitsResident(const Conv2dArgs& a);
 // For A/B runs on one binary, as the GEMM's switches (kernels/gemm/env.h):
 // CUSYNC_CONV_CONFIG=name makes every layer whose a.config is Auto take that
-// configuration (one the convolution is built for; others are an error).
+// configuration (one the convolution is built for; others are an error;
+// 128x64-resident where the filter fits, 128x64 elsewhere).
 inline constexpr const char* kEnvConvConfig = "CUSYNC_CONV_CONFIG";
 // `cusync-bench conv --help` lists them.
 inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
-    {kEnvConvConfig, "=name: every layer takes this tile configuration (128x64, 128x128, 128x256, 64x128-splitk or "
-                     "128x256-tailsplit) instead of the time model's pick"},
+    {kEnvConvConfig, "=name: every layer takes this tile configuration (128x64, 128x64-resident where the filter fits, "
+                     "128x128, 128x256, 64x128-splitk or 128x256-tailsplit) instead of the time model's pick"},
 };
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 // Parts per split tile for a's configuration (a.splitK when set): as many as

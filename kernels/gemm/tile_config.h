@@ -41,6 +41,7 @@ enum class TileConfig {
   T128x192KCut,
   T128x256KCut,
   T128x256Pair,
+  T128x64Resident,
 };
 
 enum class Schedule : uint8_t { WholeTiles, SplitK, TailSplit, KCut, ClusterPair };
@@ -56,6 +57,12 @@ struct TileConfigRow {
   // The cost model's rate of one k-block step relative to a 128x256 tile's
   // (heuristic.cpp): narrower tiles re-read more operand bytes per FLOP.
   double rate;
+  // 0: B streams through the ring with A. n > 0: a block loads B's first n
+  // k-blocks of its columns once into shared memory of their own and the
+  // ring carries A alone; for a reduction of at most n k-blocks over one
+  // column tile (a 3 x 3 x 64 filter of 64 output channels: 9 k-blocks,
+  // 72 KiB), which every tile then shares. Convolutions only.
+  int residentKBlocks = 0;
 };
 
 // Where the rates and ring depths come from: docs/gemm.md, "Measured facts".
@@ -78,6 +85,8 @@ inline constexpr TileConfigRow kTileConfigs[] = {
     {TileConfig::T128x192KCut, "128x192-kcut", 128, 192, Schedule::KCut, 5, 0.98},
     {TileConfig::T128x256KCut, "128x256-kcut", 128, 256, Schedule::KCut, 4, 1.0},
     {TileConfig::T128x256Pair, "128x256-pair", 128, 256, Schedule::ClusterPair, 4, 1 / 0.975},
+    // 64-channel convolutions with the filter resident (kernels/conv).
+    {TileConfig::T128x64Resident, "128x64-resident", 128, 64, Schedule::WholeTiles, 0, 0.55, 9},
 };
 inline constexpr size_t kNumTileConfigs = sizeof(kTileConfigs) / sizeof(kTileConfigs[0]);
 
@@ -99,5 +108,10 @@ constexpr bool splitsK(TileConfig c) {
 // Whether a stage with a policy can run c: KCut blocks take no tickets, and
 // tickets carry the run numbers that waits and posts need.
 constexpr bool runsInStages(TileConfig c) { return scheduleOf(c) != Schedule::KCut; }
+// B's k-blocks a block of c keeps resident (TileConfigRow::residentKBlocks; 0 for Auto).
+constexpr int residentKBlocksOf(TileConfig c) {
+  const TileConfigRow* r = findTileConfig(c);
+  return r ? r->residentKBlocks : 0;
+}
 
 }  // namespace cusync_gemm

@@ -29,7 +29,7 @@ constexpr bool kBuiltForConv = [] {
   for (cusync_gemm::TileConfig c : kConvConfigs) {
     const cusync_gemm::TileConfigRow* r = cusync_gemm::findTileConfig(c);
     if (r->bm == Shape::BM && r->bn == Shape::BN && r->schedule == Shape::kSchedule &&
-        r->ringSlots == Shape::kRingSlots)
+        r->ringSlots == Shape::kRingSlots && r->residentKBlocks == Shape::kResidentKBlocks)
       return true;
   }
   return false;

@@ -11,13 +11,15 @@
 
 namespace cusync_conv::detail {
 
-// 64-wide tiles for 64-channel layers, 128 and 256 for wider ones, 64-row
-// split tiles where a layer's few output pixels leave the SMs idle, and
-// 128x256 tiles whose last, part-empty wave is split over K (a long
-// reduction in fewer tiles than SMs: VGG's 14 x 14 x 512 at batch 8).
+// 64-wide tiles for 64-channel layers (with the filter resident where it
+// fits), 128 and 256 for wider ones, 64-row split tiles where a layer's few
+// output pixels leave the SMs idle, and 128x256 tiles whose last, part-empty
+// wave is split over K (a long reduction in fewer tiles than SMs: VGG's
+// 14 x 14 x 512 at batch 8).
 inline constexpr cusync_gemm::TileConfig kConvConfigs[] = {
-    cusync_gemm::TileConfig::T128x64, cusync_gemm::TileConfig::T128x128, cusync_gemm::TileConfig::T128x256,
-    cusync_gemm::TileConfig::T64x128SplitK, cusync_gemm::TileConfig::T128x256TailSplit};
+    cusync_gemm::TileConfig::T128x64,       cusync_gemm::TileConfig::T128x128,
+    cusync_gemm::TileConfig::T128x256,      cusync_gemm::TileConfig::T64x128SplitK,
+    cusync_gemm::TileConfig::T128x256TailSplit, cusync_gemm::TileConfig::T128x64Resident};
 
 // 64-channel k-blocks per filter position.
 constexpr int64_t channelBlocks(int64_t C) { return (C + 63) / 64; }

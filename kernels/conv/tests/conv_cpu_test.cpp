@@ -145,14 +145,42 @@ TEST(ConvGemm, ChoiceFollowsMeasuredTimes) {
     TileConfig want;
   };
   for (const Case& c : {Case{8, 56, 256, 256, TileConfig::T128x128}, Case{32, 56, 256, 256, TileConfig::T128x256},
-                        Case{32, 112, 128, 128, TileConfig::T128x128}, Case{16, 224, 64, 64, TileConfig::T128x64},
+                        Case{32, 112, 128, 128, TileConfig::T128x128}, Case{16, 224, 64, 64, TileConfig::T128x64Resident},
                         Case{32, 14, 256, 256, TileConfig::T128x128}, Case{4, 7, 512, 512, TileConfig::T64x128SplitK},
-                        Case{1, 56, 64, 64, TileConfig::T128x64}}) {
+                        Case{1, 56, 64, 64, TileConfig::T128x64}, Case{4, 56, 64, 64, TileConfig::T128x64},
+                        Case{8, 56, 64, 64, TileConfig::T128x64Resident}, Case{32, 56, 64, 64, TileConfig::T128x64Resident},
+                        Case{1, 224, 8, 64, TileConfig::T128x64Resident}, Case{32, 224, 8, 64, TileConfig::T128x64Resident},
+                        Case{1, 224, 64, 64, TileConfig::T128x64Resident}}) {
     Conv2dArgs a = good();
     a.N = c.n, a.H = a.W = c.h, a.C = c.c, a.K = c.k;
     EXPECT_EQ(cusync_conv::convConfig(a, 132, cusync_gemm::LaunchContext::Stage), c.want)
         << c.h << " x " << c.h << " x " << c.c << " -> " << c.k << " at batch " << c.n;
   }
+}
+
+// The filter stays resident where one column tile's filter fits 9 k-blocks:
+// 3 x 3 over 64 channels (or packed 8), 1 x 1 up to 576 channels; 64 output
+// channels or fewer. Elsewhere naming it is an error before launch, and the
+// forced configuration falls back to 128x64.
+TEST(ConvGemm, ResidentFilterWhereItFits) {
+  struct Layer {
+    int64_t c, k;
+    int r;
+    bool fits;
+  };
+  for (const Layer l : {Layer{64, 64, 3, true}, Layer{8, 64, 3, true}, Layer{8, 8, 3, true}, Layer{576, 64, 1, true},
+                        Layer{64, 128, 3, false}, Layer{72, 64, 3, false}, Layer{128, 64, 3, false},
+                        Layer{640, 64, 1, false}}) {
+    Conv2dArgs a = good();
+    a.C = l.c, a.K = l.k, a.R = a.S = l.r, a.padH = a.padW = (l.r - 1) / 2;
+    EXPECT_EQ(cusync_conv::filterFitsResident(a), l.fits) << l.c << " -> " << l.k << ", " << l.r << "x" << l.r;
+    a.config = TileConfig::T128x64Resident;
+    if (l.fits)
+      EXPECT_NO_THROW(cusync_conv::checkArgs(a));
+    else
+      expectBad(a, "keeps the filter resident");
+  }
+  EXPECT_TRUE(cusync_conv::convBuilds(TileConfig::T128x64Resident));
 }
 
 TEST(ConvGemm, FewPixelsSplitTheReduction) {

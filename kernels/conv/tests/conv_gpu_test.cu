@@ -148,6 +148,13 @@ std::vector<Case> cases() {
   for (TileConfig cfg : {TileConfig::T128x64, TileConfig::T128x128, TileConfig::T128x256, TileConfig::T64x128SplitK,
                          TileConfig::T128x256TailSplit})
     for (const Shape& s : shapes) v.push_back({s, cfg, ConvEpilogue::BiasRelu, true});
+  // The filter resident: every shape above whose filter fits (64 output
+  // channels or fewer, at most 9 k-blocks; packed taps included).
+  for (const Shape& s : shapes) {
+    Conv2dArgs a;
+    a.N = s.N, a.H = s.H, a.W = s.W, a.C = s.C, a.K = s.K, a.R = a.S = s.R;
+    if (cusync_conv::filterFitsResident(a)) v.push_back({s, TileConfig::T128x64Resident, ConvEpilogue::BiasRelu, true});
+  }
   for (ConvEpilogue e : {ConvEpilogue::Bias, ConvEpilogue::BiasRelu, ConvEpilogue::BiasResidualRelu})
     for (bool bias : {false, true}) {
       v.push_back({{3, 13, 13, 64, 128, 3, 1, 1}, TileConfig::Auto, e, bias});
@@ -176,6 +183,7 @@ TEST(ConvGpuRuns, RepeatedLaunchesOnOneStage) {
   // The same launch five times: the NoSync stage's tickets carry over runs.
   runConv({3, 13, 13, 64, 128, 3, 1, 1}, TileConfig::T64x128SplitK, ConvEpilogue::BiasRelu, true, 5);
   runConv({2, 28, 28, 64, 64, 3, 1, 1}, TileConfig::T128x64, ConvEpilogue::BiasRelu, true, 5);
+  runConv({2, 28, 28, 64, 64, 3, 1, 1}, TileConfig::T128x64Resident, ConvEpilogue::BiasRelu, true, 5);
   runConv({1, 14, 14, 512, 512, 3, 1, 1}, TileConfig::T128x256TailSplit, ConvEpilogue::BiasRelu, true, 5);
 }
 

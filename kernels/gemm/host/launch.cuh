@@ -251,7 +251,11 @@ void launchFamily(const GemmArgs& a, const View& v, StageWorkspace& ws, uint32_t
       a.config,
       [&](auto row) {
         using Shape = KernelShapeOf<decltype(row)::value>;
-        if constexpr (Shape::kSchedule == Schedule::KCut && !kNoSyncView<View>) {
+        if constexpr (Shape::kResidentKBlocks > 0) {
+          throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
+                              std::string("tile configuration ") + toString(a.config) +
+                                  " keeps a convolution's filter resident: conv2d runs it, gemm does not");
+        } else if constexpr (Shape::kSchedule == Schedule::KCut && !kNoSyncView<View>) {
           throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                               std::string("tile configuration ") + toString(a.config) +
                                   " runs only without a stage: its blocks take no tickets");
@@ -272,7 +276,8 @@ void launchFusedFamily(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, co
       a0.config,
       [&](auto row) {
         using Shape = KernelShapeOf<decltype(row)::value>;
-        if constexpr (Shape::kSchedule != Schedule::WholeTiles && Shape::kSchedule != Schedule::SplitK) {
+        if constexpr ((Shape::kSchedule != Schedule::WholeTiles && Shape::kSchedule != Schedule::SplitK) ||
+                      Shape::kResidentKBlocks > 0) {
           throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                               std::string("tile configuration ") + toString(a0.config) +
                                   " cannot run fused: fused stages run whole tiles or 64-row split tiles");

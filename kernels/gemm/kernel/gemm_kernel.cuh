@@ -159,6 +159,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       cuda::ptx::mbarrier_init(&full[s], 1);
       cuda::ptx::mbarrier_init(&empty[s], uint32_t{Link::kSlotReleases});
     }
+    if constexpr (Storage::kResidentB) cuda::ptx::mbarrier_init(ss.residentFull(), 1);
     link.initBarriers();
     if constexpr (kWaits) queue.init();
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
@@ -207,6 +208,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
       uint32_t readyCached = 0;  // the waiter's count as the loader last read it
+      bool residentLoaded = false;  // resident weights: issued (at the block's first unit)
       for (uint32_t i = 0;; ++i) {
         const Unit u = kWaits ? queue.pop(i) : sched.next();
         const cusync::TileWork& work = u.w;
@@ -231,6 +233,23 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               prefetchB<BN, TransB, ALoader>(sp, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
           const int kbTicket = u.ticketPoint(kp.flags.ticketLead);
+          if constexpr (Storage::kResidentB) {
+            // The tile's k-blocks of B, once per block: every unit shares
+            // them (one column tile, whole tiles; the host checks).
+            if (!residentLoaded) {
+              residentLoaded = true;
+              const int kIters = static_cast<int>((sp.K + kBK - 1) / kBK);
+              cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, ss.residentFull(),
+                                                   static_cast<uint32_t>(kIters * Storage::kBKBlockBytes));
+              typename ALoader::KStep bStep = ALoader::kStepAt(sp, 0);
+              for (int kb = 0; kb < kIters; ++kb) {
+                loadB<BN, TransB, Link::kSize>(ss.residentB(kb), &sp.tmB, bStep.kColumn(), n0, ss.residentFull(),
+                                               false, 0, rank);
+                ALoader::nextKStep(sp, bStep);
+              }
+            }
+          }
           typename ALoader::KStep kStep = ALoader::kStepAt(sp, u.kb0);
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
             if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
@@ -241,7 +260,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
                 sched.atTicketPoint(u);
             }
             unsigned char* sa = ss.slotA(ring.stage);
-            unsigned char* sb = ss.slotB(ring.stage);
+            [[maybe_unused]] unsigned char* sb = ss.slotB(ring.stage);
             const int32_t k0 = kStep.kColumn();  // B's k coordinate
             // A loader that fills fewer k16 steps of A than a whole slot's
             // (packed filter taps in a conv's last k-block) expects fewer bytes.
@@ -276,7 +295,8 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               }
             };
             if (!reorderLoads) waitForA();
-            loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
+            if constexpr (!Storage::kResidentB)
+              loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
             if (reorderLoads) waitForA();
             ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.stage]);
             ALoader::nextKStep(sp, kStep);
@@ -302,9 +322,10 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     float acc[WN / 2];
     // Descriptors stay in uniform registers only if the compiler sees the
     // consumer index as warp-uniform.
-    ConsumerMainloop<T, BM, WN, TransB, S, Storage::kStageBytes, Storage::kABytes, ALoader::kLayout> mainloop(
+    ConsumerMainloop<T, BM, WN, TransB, Storage, ALoader::kLayout> mainloop(
         ss.base, __shfl_sync(0xffffffffu, cw, 0));
     uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
+    bool residentReady = !Storage::kResidentB;  // resident weights landed (waited once, at the first unit)
     auto release = [&](int st) { link.releaseSlot(&empty[st]); };
     // Each stage's k-blocks, computed once: recomputed per unit, the count was
     // rematerialized inside the k loop.
@@ -316,6 +337,10 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       const cusync::TileWork& work = u.w;
       if (!__any_sync(0xffffffffu, work.valid)) break;
       const unsigned long long tMma = tracing ? globalTimer() : 0;
+      if (!residentReady) {
+        mbarWait(ss.residentFull(), 0);
+        residentReady = true;
+      }
       withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
         constexpr Epilogue E = decltype(stageIndex)::value == 0 ? E0 : E1;
         // Whole tiles take the k range from the kernel's arguments, which the

@@ -165,13 +165,19 @@ struct RingCursor {
 // issued (one group in flight). The wgmma descriptors of ring slot 0 for this
 // warpgroup are built once and moved by constants (MovingDesc): built per
 // wgmma from the slot's address they cost ~12 vector instructions each.
-template <class T, int BM, int WN, int TransB, int S, int kStageBytes, int kABytes,
-          ASmemLayout kALayout = ASmemLayout::Swizzled128>
+// Storage is the block's SharedStorage: with resident weights B of k-block kb
+// lies at its own place (Storage::residentB), not in the slot.
+template <class T, int BM, int WN, int TransB, class Storage, ASmemLayout kALayout = ASmemLayout::Swizzled128>
 struct ConsumerMainloop {
+  static constexpr int S = Storage::kStages;
+  static constexpr int kStageBytes = Storage::kStageBytes;
+  static constexpr bool kResidentB = Storage::kResidentB;
   static constexpr bool kASwizzled = kALayout == ASmemLayout::Swizzled128;
   // A's rows per consumer index: 64 rows of 128 bytes swizzled, of 16 bytes in Blocks8.
   static constexpr int kASmemOff = BM == 128 ? (kASwizzled ? 64 * 128 : 64 * 16) : 0;
-  static constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into the B slot (NK rows or KN 64-column boxes)
+  static constexpr int kBSmemOff = BM == 128 ? 0 : WN * 128;  // bytes into B's k-block (NK rows or KN 64-column boxes)
+  // Where B's k-block of slot 0 (or resident k-block 0) starts.
+  static constexpr int kBOffset = kResidentB ? Storage::kResidentOffset : Storage::kABytes;
   // A k16 step in 16-byte units: 32 bytes along a swizzled row, or two 8-column blocks of BM x 16 bytes.
   static constexpr uint32_t kAStepUnits = kASwizzled ? 2 : 2 * BM;
   MovingDesc descA, descB;
@@ -181,7 +187,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ ConsumerMainloop(unsigned char* smem, int cwUniform)
       : descA(kASwizzled ? smemDesc(smem + cwUniform * kASmemOff, 16, 1024)
                          : smemDesc(smem + cwUniform * kASmemOff, BM * 16, 128, false)),
-        descB(smemDesc(smem + kABytes + cwUniform * kBSmemOff, TransB == 0 ? 16 : 8192, 1024)) {}
+        descB(smemDesc(smem + kBOffset + cwUniform * kBSmemOff, TransB == 0 ? 16 : 8192, 1024)) {}
 
   __device__ __forceinline__ void advance() {
     if (++stage == S) stage = 0, phase ^= 1;
@@ -199,6 +205,8 @@ struct ConsumerMainloop {
     for (int kb = kb0; kb < kb1; ++kb) {
       if (kb > kb0) mbarWait(&full[stage], phase);
       const uint32_t slot = static_cast<uint32_t>(stage * (kStageBytes / 16));  // in 16-byte units
+      const uint32_t slotB =
+          kResidentB ? static_cast<uint32_t>(kb * (Storage::kBKBlockBytes / 16)) : slot;  // B's k-block, likewise
       // The k16 steps of this k-block as one straight sequence of wgmmas:
       // a wgmma under a branch makes the compiler fence the accumulator
       // before it (warpgroup.arrive). A Blocks8 slot may hold fewer steps.
@@ -208,7 +216,7 @@ struct ConsumerMainloop {
         for (int kk = 0; kk < decltype(n)::value; ++kk) {
           // A k16 step: 32 bytes along the rows of B as [N, K] (kAStepUnits for A); 16 rows of 128 bytes of B as [K, N].
           mma16<T, WN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
-                               descB.plus(slot + (TransB == 0 ? kk * 2 : kk * 128)),
+                               descB.plus(slotB + (TransB == 0 ? kk * 2 : kk * 128)),
                                (kb > kb0 || kk > 0) ? 1 : 0);
         }
         wgmmaCommit();

@@ -15,17 +15,18 @@
 namespace cusync_gemm::detail {
 
 // The compile-time shape of a configuration row (tile_config.h).
-template <int BM_, int BN_, Schedule S_, int RingSlots_>
+template <int BM_, int BN_, Schedule S_, int RingSlots_, int ResidentKBlocks_ = 0>
 struct KernelShape {
   static constexpr int BM = BM_;
   static constexpr int BN = BN_;
   static constexpr Schedule kSchedule = S_;
   static constexpr int kRingSlots = RingSlots_;  // 0: as many as fit
+  static constexpr int kResidentKBlocks = ResidentKBlocks_;  // 0: B streams through the ring
 };
 
 template <size_t I>
 using KernelShapeOf = KernelShape<kTileConfigs[I].bm, kTileConfigs[I].bn, kTileConfigs[I].schedule,
-                                  kTileConfigs[I].ringSlots>;
+                                  kTileConfigs[I].ringSlots, kTileConfigs[I].residentKBlocks>;
 
 // WaitQueue: whether the kernel has a waiter warp (input_waits.cuh), whose
 // queue takes a few bytes beside the ring.
@@ -34,16 +35,24 @@ struct SharedStorage {
   static constexpr int BM = Shape::BM, BN = Shape::BN;
   static constexpr int kMaxSmem = 232448;  // an H100 block's opt-in dynamic shared memory (227 KiB)
   static constexpr int kABytes = BM * kBK * 2;
-  // B's slot: BN rows of 128 bytes ([N, K]), or whole boxes of 64 columns
-  // ([K, N]: 176 columns take three, the last one part used).
-  static constexpr int kBBytes = (TransB == 0 ? BN : (BN + 63) / 64 * 64) * kBK * 2;
+  // One k-block of B: BN rows of 128 bytes ([N, K]), or whole boxes of 64
+  // columns ([K, N]: 176 columns take three, the last one part used).
+  static constexpr int kBKBlockBytes = (TransB == 0 ? BN : (BN + 63) / 64 * 64) * kBK * 2;
+  // With resident weights (Shape::kResidentKBlocks > 0) B has its own region
+  // and a slot holds A alone.
+  static constexpr bool kResidentB = Shape::kResidentKBlocks > 0;
+  static constexpr int kResidentBytes = Shape::kResidentKBlocks * kBKBlockBytes;
+  static constexpr int kBBytes = kResidentB ? 0 : kBKBlockBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
   // Rows with a depth of 0 take as many slots as fit beside one epilogue
   // buffer per warp and 2 KiB of barriers, slot records and alignment.
-  static constexpr int kFitStages = (kMaxSmem - 1024 - 2048 - kConsumerWarps * kScratchPerWarp) / kStageBytes;
+  static constexpr int kFitStages =
+      (kMaxSmem - 1024 - 2048 - kConsumerWarps * kScratchPerWarp - kResidentBytes) / kStageBytes;
   static constexpr int kStages = Shape::kRingSlots > 0 ? Shape::kRingSlots : kFitStages;
-  static constexpr int kBarOffset = kStages * kStageBytes;
-  static constexpr int kInfoOffset = kBarOffset + 2 * kStages * 8;
+  static constexpr int kResidentOffset = kStages * kStageBytes;
+  // full[kStages], empty[kStages], then with resident weights their full barrier.
+  static constexpr int kBarOffset = kResidentOffset + kResidentBytes;
+  static constexpr int kInfoOffset = kBarOffset + (2 * kStages + (kResidentB ? 1 : 0)) * 8;
   // Cluster pairs: the tile handed to the second block, and the mbarriers of
   // the hand-over (mailbox full / empty) and of the post (peer stored / post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(Unit) + 15) / 16 * 16;
@@ -59,13 +68,19 @@ struct SharedStorage {
   static constexpr int kSmemRequest = kBytes + 1024;  // room to align the base to 1024
   static_assert(kSmemRequest <= kMaxSmem, "more shared memory than an H100 block may have");
   static_assert(kStageBytes % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
+  static_assert(kResidentBytes % 1024 == 0, "resident k-blocks keep the 128-byte swizzle's 1 KiB alignment");
 
   unsigned char* base;
   __device__ __forceinline__ explicit SharedStorage(unsigned char* alignedBase) : base(alignedBase) {}
   __device__ __forceinline__ unsigned char* slotA(int stage) const { return base + stage * kStageBytes; }
   __device__ __forceinline__ unsigned char* slotB(int stage) const { return slotA(stage) + kABytes; }
+  // Resident weights: k-block kb of B.
+  __device__ __forceinline__ unsigned char* residentB(int kb) const {
+    return base + kResidentOffset + kb * kBKBlockBytes;
+  }
   __device__ __forceinline__ uint64_t* full() const { return reinterpret_cast<uint64_t*>(base + kBarOffset); }
   __device__ __forceinline__ uint64_t* empty() const { return full() + kStages; }
+  __device__ __forceinline__ uint64_t* residentFull() const { return full() + 2 * kStages; }
   __device__ __forceinline__ Unit* units() const { return reinterpret_cast<Unit*>(base + kInfoOffset); }
   __device__ __forceinline__ cusync::TileWork* mailbox() const {
     return reinterpret_cast<cusync::TileWork*>(base + kPairOffset);
