@@ -135,14 +135,13 @@ struct ConvUnitCost {
 constexpr ConvUnitCost kWholeTileCosts[] = {
     {TileConfig::T128x64, 0.33, 0.8}, {TileConfig::T128x128, 0.36, 1.0}, {TileConfig::T128x256, 0.62, 1.5}};
 // 128x64 tiles with the filter resident (filterFitsResident): a k-block
-// brings A alone, two thirds of 128x64's bytes, and each block first loads
-// the whole filter before its first MMA. Fitted to ResNet's 56 x 56 x 64
-// layers (H100, 2026-11-28, against 128x64 in one call): 0.26 us a k-block
-// and 1 us per block, so one wave (batch 1 and 4: 1.00 and 1.04 of
-// 128x64's time) stays with 128x64 and two or more waves gain (0.98 at
-// batch 8, 0.95 at 16, 0.93 at 32).
+// brings A alone, two thirds of 128x64's bytes; a block's first tile loads
+// the filter's k-blocks beside its A, each on a barrier of its own. Fitted
+// to ResNet's 56 x 56 x 64 layers at batch 8-32 (H100, 2026-11-28, against
+// 128x64 in one call, with the filter then loaded whole before the first
+// MMA): 0.26 us a k-block. VGG's packed first layer (C = 8) ran 1.19-1.60x
+// faster in it than in 128x64 at every batch.
 constexpr ConvUnitCost kResidentCost = {TileConfig::T128x64Resident, 0.26, 0.8};
-constexpr double kResidentLoadUs = 1.0;
 constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs = 5.0;
 }  // namespace
 
@@ -166,19 +165,13 @@ TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContex
   auto wavesOf = [&](int64_t units) { return static_cast<double>((units + sms - 1) / sms); };
   TileConfig best = TileConfig::Auto;
   double bestCost = 0;
-  // Packed filter taps (C = 8) keep the filter resident wherever it fits:
-  // 1.19 (batch 1) to 1.60 (batch 32) times faster than 128x64 on the H100,
-  // at every batch of VGG's first layer, whose k-blocks cost several times
-  // what this model counts for them.
-  if (packsFilterTaps(a) && filterFitsResident(a)) return TileConfig::T128x64Resident;
-  auto consider = [&](const ConvUnitCost& c, double usOnce) {
+  auto consider = [&](const ConvUnitCost& c) {
     const cusync_gemm::TileShape t = cusync_gemm::tileShape(c.config);
-    const double cost =
-        wavesOf(tilesOf(t.bm, t.bn)) * (static_cast<double>(kBlocks) * c.usPerKBlock + c.usPerUnit) + usOnce;
+    const double cost = wavesOf(tilesOf(t.bm, t.bn)) * (static_cast<double>(kBlocks) * c.usPerKBlock + c.usPerUnit);
     if (best == TileConfig::Auto || cost < bestCost) best = c.config, bestCost = cost;
   };
-  for (const ConvUnitCost& c : kWholeTileCosts) consider(c, 0.0);
-  if (filterFitsResident(a)) consider(kResidentCost, kResidentLoadUs);
+  for (const ConvUnitCost& c : kWholeTileCosts) consider(c);
+  if (filterFitsResident(a)) consider(kResidentCost);
   const int64_t splitTiles = tilesOf(64, 128);
   const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, 32);
   const double splitCost = wavesOf(splitTiles * parts) * (static_cast<double>((kBlocks + parts - 1) / parts) *
