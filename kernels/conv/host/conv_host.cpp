@@ -135,12 +135,12 @@ struct ConvUnitCost {
 constexpr ConvUnitCost kWholeTileCosts[] = {
     {TileConfig::T128x64, 0.33, 0.8}, {TileConfig::T128x128, 0.36, 1.0}, {TileConfig::T128x256, 0.62, 1.5}};
 // 128x64 tiles with the filter resident (filterFitsResident): a k-block
-// brings A alone, two thirds of 128x64's bytes; a block's first tile loads
-// the filter's k-blocks beside its A, each on a barrier of its own. Fitted
-// to ResNet's 56 x 56 x 64 layers at batch 8-32 (H100, 2026-11-28, against
-// 128x64 in one call, with the filter then loaded whole before the first
-// MMA): 0.26 us a k-block. VGG's packed first layer (C = 8) ran 1.19-1.60x
-// faster in it than in 128x64 at every batch.
+// brings A alone, two thirds of 128x64's bytes, after each block loaded the
+// whole filter once. Against 128x64 (H100, 2026-11-28, one call): VGG's
+// packed first layer (C = 8) 1.19-1.60x faster at every batch, its
+// 224 x 224 x 64 layer 1.02-1.12x, ResNet's 56 x 56 x 64 layers 1.02-1.08x
+// at batch 8-32, equal at batch 1 and 4% slower at batch 4 (one wave, whose
+// first MMAs wait for the whole filter); so it is taken wherever it fits.
 constexpr ConvUnitCost kResidentCost = {TileConfig::T128x64Resident, 0.26, 0.8};
 constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs = 5.0;
 }  // namespace

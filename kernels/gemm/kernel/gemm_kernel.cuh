@@ -159,8 +159,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       cuda::ptx::mbarrier_init(&full[s], 1);
       cuda::ptx::mbarrier_init(&empty[s], uint32_t{Link::kSlotReleases});
     }
-    if constexpr (Storage::kResidentB)
-      for (int kb = 0; kb < Shape::kResidentKBlocks; ++kb) cuda::ptx::mbarrier_init(&ss.residentFull()[kb], 1);
+    if constexpr (Storage::kResidentB) cuda::ptx::mbarrier_init(ss.residentFull(), 1);
     link.initBarriers();
     if constexpr (kWaits) queue.init();
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
@@ -209,7 +208,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
       uint32_t readyCached = 0;  // the waiter's count as the loader last read it
-      [[maybe_unused]] bool residentLoaded = false;  // resident weights: issued (with the block's first unit)
+      bool residentLoaded = false;  // resident weights: issued (at the block's first unit)
       for (uint32_t i = 0;; ++i) {
         const Unit u = kWaits ? queue.pop(i) : sched.next();
         const cusync::TileWork& work = u.w;
@@ -234,6 +233,23 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               prefetchB<BN, TransB, ALoader>(sp, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
           const int kbTicket = u.ticketPoint(kp.flags.ticketLead);
+          if constexpr (Storage::kResidentB) {
+            // The tile's k-blocks of B, once per block: every unit shares
+            // them (one column tile, whole tiles; the host checks).
+            if (!residentLoaded) {
+              residentLoaded = true;
+              const int kIters = static_cast<int>((sp.K + kBK - 1) / kBK);
+              cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, ss.residentFull(),
+                                                   static_cast<uint32_t>(kIters * Storage::kBKBlockBytes));
+              typename ALoader::KStep bStep = ALoader::kStepAt(sp, 0);
+              for (int kb = 0; kb < kIters; ++kb) {
+                loadB<BN, TransB, Link::kSize>(ss.residentB(kb), &sp.tmB, bStep.kColumn(), n0, ss.residentFull(),
+                                               false, 0, rank);
+                ALoader::nextKStep(sp, bStep);
+              }
+            }
+          }
           typename ALoader::KStep kStep = ALoader::kStepAt(sp, u.kb0);
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
             if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
@@ -279,24 +295,13 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               }
             };
             if (!reorderLoads) waitForA();
-            if constexpr (!Storage::kResidentB) {
+            if constexpr (!Storage::kResidentB)
               loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
-            } else if (!residentLoaded) {
-              // Resident weights: the block's first unit loads B's k-blocks
-              // beside its A, each on a barrier of its own, so its first MMA
-              // waits for one k-block of B, not the whole filter; every later
-              // unit shares them (one column tile, whole tiles: the host checks).
-              uint64_t* const bFull = &ss.residentFull()[kb];
-              cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                   cuda::ptx::space_shared, bFull, uint32_t{Storage::kBKBlockBytes});
-              loadB<BN, TransB, Link::kSize>(ss.residentB(kb), &sp.tmB, k0, n0, bFull, false, 0, rank);
-            }
             if (reorderLoads) waitForA();
             ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.stage]);
             ALoader::nextKStep(sp, kStep);
             ring.advance();
           }
-          residentLoaded = true;
           if (tracing && u.kb0 == 0 && rank == 0) {
             sp.trace[work.index].start = tTook;
             sp.trace[work.index].waitNs = waited;
@@ -320,8 +325,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     ConsumerMainloop<T, BM, WN, TransB, Storage, ALoader::kLayout> mainloop(
         ss.base, __shfl_sync(0xffffffffu, cw, 0));
     uint32_t epiTurn = 0;  // this warp's TMA store chunks so far (epilogue())
-    // Resident weights: their barriers until the first unit waited on each k-block of them, then null.
-    uint64_t* residentFull = Storage::kResidentB ? ss.residentFull() : nullptr;
+    bool residentReady = !Storage::kResidentB;  // resident weights landed (waited once, at the first unit)
     auto release = [&](int st) { link.releaseSlot(&empty[st]); };
     // Each stage's k-blocks, computed once: recomputed per unit, the count was
     // rematerialized inside the k loop.
@@ -333,6 +337,10 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       const cusync::TileWork& work = u.w;
       if (!__any_sync(0xffffffffu, work.valid)) break;
       const unsigned long long tMma = tracing ? globalTimer() : 0;
+      if (!residentReady) {
+        mbarWait(ss.residentFull(), 0);
+        residentReady = true;
+      }
       withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
         constexpr Epilogue E = decltype(stageIndex)::value == 0 ? E0 : E1;
         // Whole tiles take the k range from the kernel's arguments, which the
@@ -343,8 +351,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
         const int kb0 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
         const int kb1 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb1, 0) : kItersOf[decltype(stageIndex)::value];
         const int lastStage = mainloop.run(acc, full, kb0, kb1, signaller, release,
-                                           [&](int kb) { return ALoader::k16Steps(sp, kb); }, residentFull);
-        residentFull = nullptr;
+                                           [&](int kb) { return ALoader::k16Steps(sp, kb); });
         UnitFinish fin = sched.finishOf(u);
         if (tracing && threadIdx.x == 128 && rank == 0 && fin.tracesTile) {
           sp.trace[work.index].mmaStart = tMma;

@@ -197,18 +197,13 @@ struct ConsumerMainloop {
   // full barrier the caller has waited for. Returns the last slot, still held
   // (release it once the accumulator is final).
   // stepsOf(kb): the k16 steps of k-block kb to multiply (ALoader::k16Steps;
-  // always all of them where A is Swizzled128). residentFull: with resident
-  // weights, their k-blocks' barriers until they landed (the block's first
-  // unit), else null.
+  // always all of them where A is Swizzled128).
   template <class Release, class StepsOf>
   __device__ __forceinline__ int run(float (&acc)[WN / 2], uint64_t* full, int kb0, int kb1, bool signaller,
-                                     Release&& release, StepsOf&& stepsOf, uint64_t* residentFull) {
+                                     Release&& release, StepsOf&& stepsOf) {
     int prevStage = -1;
     for (int kb = kb0; kb < kb1; ++kb) {
       if (kb > kb0) mbarWait(&full[stage], phase);
-      if constexpr (kResidentB) {
-        if (residentFull != nullptr) mbarWait(&residentFull[kb], 0);
-      }
       const uint32_t slot = static_cast<uint32_t>(stage * (kStageBytes / 16));  // in 16-byte units
       const uint32_t slotB =
           kResidentB ? static_cast<uint32_t>(kb * (Storage::kBKBlockBytes / 16)) : slot;  // B's k-block, likewise

@@ -50,10 +50,9 @@ struct SharedStorage {
       (kMaxSmem - 1024 - 2048 - kConsumerWarps * kScratchPerWarp - kResidentBytes) / kStageBytes;
   static constexpr int kStages = Shape::kRingSlots > 0 ? Shape::kRingSlots : kFitStages;
   static constexpr int kResidentOffset = kStages * kStageBytes;
-  // full[kStages], empty[kStages], then with resident weights one full
-  // barrier per resident k-block.
+  // full[kStages], empty[kStages], then with resident weights their full barrier.
   static constexpr int kBarOffset = kResidentOffset + kResidentBytes;
-  static constexpr int kInfoOffset = kBarOffset + (2 * kStages + Shape::kResidentKBlocks) * 8;
+  static constexpr int kInfoOffset = kBarOffset + (2 * kStages + (kResidentB ? 1 : 0)) * 8;
   // Cluster pairs: the tile handed to the second block, and the mbarriers of
   // the hand-over (mailbox full / empty) and of the post (peer stored / post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(Unit) + 15) / 16 * 16;
@@ -81,7 +80,6 @@ struct SharedStorage {
   }
   __device__ __forceinline__ uint64_t* full() const { return reinterpret_cast<uint64_t*>(base + kBarOffset); }
   __device__ __forceinline__ uint64_t* empty() const { return full() + kStages; }
-  // Resident weights: the full barriers of their k-blocks.
   __device__ __forceinline__ uint64_t* residentFull() const { return full() + 2 * kStages; }
   __device__ __forceinline__ Unit* units() const { return reinterpret_cast<Unit*>(base + kInfoOffset); }
   __device__ __forceinline__ cusync::TileWork* mailbox() const {
