@@ -4,7 +4,9 @@
 //   Block = 3 warpgroups. Warpgroup 0 is the producer: one thread (the
 //   loader) fills the shared-memory ring with TMA loads, k-block by k-block
 //   (kernel/mainloop.cuh): B, the cusync wait, then A (stages with
-//   ReorderTileLoads), or the wait, B, A. It takes the work units from the
+//   ReorderTileLoads), or the wait, B, A; with resident weights (a
+//   convolution's filter, Shape::kResidentKBlocks) B once per block, before
+//   its first unit, and A alone per k-block. It takes the work units from the
 //   tile scheduler (schedule/) itself, or, where a stage waits on a producer,
 //   from the warpgroup's second warp, which resolves the waits ahead of it
 //   (kernel/input_waits.cuh). Warpgroups 1 and 2 are consumers: each owns 64
