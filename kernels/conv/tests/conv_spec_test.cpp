@@ -156,8 +156,10 @@ TEST(ConvSpec, TilesOffThePlanAreCaught) {
             "conv2_1 (vgg112-12 first, 128x128): spec grid 2x784x1 tile 64x128x64, plan grid 1x784x1 tile 128x128x64\n"
             "conv2_2 (vgg112-12 second, 128x128): spec grid 2x784x1 tile 64x128x64, plan grid 1x784x1 tile 128x128x64\n");
   EXPECT_EQ(lines(resnetProblems({{"BM56", 64}})),
-            "conv56a (res56-3x3 first, 128x64): spec grid 1x392x1 tile 64x64x64, plan grid 1x196x1 tile 64x128x64\n"
-            "conv56b (res56-3x3 second, 128x64): spec grid 1x392x1 tile 64x64x64, plan grid 1x196x1 tile 64x128x64\n");
+            "conv56a (res56-3x3 first, 128x64-resident): spec grid 1x392x1 tile 64x64x64, plan grid 1x196x1 tile "
+            "64x128x64\n"
+            "conv56b (res56-3x3 second, 128x64-resident): spec grid 1x392x1 tile 64x64x64, plan grid 1x196x1 tile "
+            "64x128x64\n");
 }
 
 }  // namespace
