@@ -89,7 +89,7 @@ std::vector<std::string> gemmBenchShapes() {
 std::vector<std::string> gemmBenchConfigs() {
   std::vector<std::string> names = {toString(TileConfig::Auto)};
   for (const TileConfigRow& r : kTileConfigs)
-    if (r.residentKBlocks == 0) names.push_back(r.name);  // resident-filter rows are the convolution's
+    if (runsAsGemm(r.config)) names.push_back(r.name);
   return names;
 }
 

@@ -113,5 +113,7 @@ constexpr int residentKBlocksOf(TileConfig c) {
   const TileConfigRow* r = findTileConfig(c);
   return r ? r->residentKBlocks : 0;
 }
+// Whether gemm() runs c: every row but the convolution's, which keep a filter resident.
+constexpr bool runsAsGemm(TileConfig c) { return residentKBlocksOf(c) == 0; }
 
 }  // namespace cusync_gemm

@@ -64,10 +64,12 @@ void checkArgs(const Conv2dArgs& a) {
     bad("epilogue 'bias-residual-relu' needs a residual pointer");
   if (a.residual && !aligned16(a.residual)) bad("residual is not 16-byte aligned");
   if (a.splitK < 0) bad("splitK = " + str(a.splitK) + ": need 0 (the conv's choice) or a positive count");
-  if (a.config != TileConfig::Auto && !convBuilds(a.config))
-    bad(std::string("tile configuration ") + cusync_gemm::toString(a.config) +
-        " is not built for the convolution (128x64, 128x64-resident, 128x128, 128x256, 64x128-splitk, "
-        "128x256-tailsplit)");
+  if (a.config != TileConfig::Auto && !convBuilds(a.config)) {
+    std::string built;
+    for (TileConfig b : detail::kConvConfigs) built += (built.empty() ? "" : ", ") + std::string(cusync_gemm::toString(b));
+    bad(std::string("tile configuration ") + cusync_gemm::toString(a.config) + " is not built for the convolution (" +
+        built + ")");
+  }
   if (cusync_gemm::residentKBlocksOf(a.config) > 0 && !filterFitsResident(a))
     bad(std::string("tile configuration ") + cusync_gemm::toString(a.config) + " keeps the filter resident: it needs K <= 64 " +
         "output channels and R S ceil(C / 64) <= " + str(cusync_gemm::residentKBlocksOf(a.config)) + " k-blocks (K = " +

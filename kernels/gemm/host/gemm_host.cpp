@@ -93,7 +93,7 @@ void checkArgs(const GemmArgs& a) {
     bad("kCutGroups = " + std::to_string(a.kCutGroups) + ": need 0 (heuristic) or a positive count");
   if (a.config != TileConfig::Auto && findTileConfig(a.config) == nullptr)
     bad("tile configuration " + std::to_string(static_cast<int>(a.config)) + " is not implemented in this build");
-  if (residentKBlocksOf(a.config) > 0)
+  if (!runsAsGemm(a.config))
     bad(std::string("tile configuration ") + toString(a.config) +
         " keeps a convolution's filter resident: conv2d runs it, gemm does not");
   if (a.epilogue == Epilogue::SwiGLU && a.config != TileConfig::Auto && !supportsSwiGLU(a.config))

@@ -163,7 +163,7 @@ TEST(GemmConfig, EveryConfigHasAShape) {
     EXPECT_EQ(t.bk, 64u);
     GemmArgs a = good();
     a.config = c;
-    if (r.residentKBlocks > 0) {
+    if (!runsAsGemm(c)) {
       expectBad(a, "conv2d runs it");  // the convolution's resident-filter rows
       continue;
     }
@@ -485,7 +485,7 @@ TEST(GemmNarrow, SwiGLUNeedsWholeGateUpPairs) {
   a.config = TileConfig::T128x168;
   expectBad(a, "gate/up");
   for (const TileConfigRow& r : kTileConfigs)
-    if (const TileConfig c = r.config; c != TileConfig::T128x168 && r.residentKBlocks == 0) {
+    if (const TileConfig c = r.config; c != TileConfig::T128x168 && runsAsGemm(c)) {
       a.config = c;
       EXPECT_TRUE(supportsSwiGLU(c)) << toString(c);
       EXPECT_NO_THROW(checkArgs(a)) << toString(c);

@@ -31,7 +31,7 @@ std::vector<Case> allCases() {
   for (DType dt : {DType::BF16, DType::FP16})
     for (BLayout bl : {BLayout::NK, BLayout::KN})
       for (const TileConfigRow& r : kTileConfigs) {
-        if (r.residentKBlocks > 0) continue;  // the convolution's rows run in conv_gpu_test
+        if (!runsAsGemm(r.config)) continue;  // the convolution's rows run in conv_gpu_test
         for (Epilogue e : {Epilogue::Identity, Epilogue::Bias, Epilogue::Gelu, Epilogue::SwiGLU, Epilogue::Residual})
           if (e != Epilogue::SwiGLU || supportsSwiGLU(r.config))
             v.push_back({dt, bl, r.config, e, r.schedule == Schedule::TailSplit ? 3 : 0});
