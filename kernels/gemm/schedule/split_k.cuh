@@ -85,10 +85,12 @@ class SplitTiles {
   __device__ __forceinline__ UnitFinish finishOf(const Unit& u) const {
     UnitFinish f;
     f.parts = u.pos >= sp_.unsplitTiles ? sp_.splits : 1u;
-    // Two to eight parts, all at once (every unit is some block's only one:
+    // Two or more parts, all at once (every unit is some block's only one:
     // no whole tiles first, no more units than blocks), NoSync: the parts
-    // share the fixup.
-    f.sharedFixup = kNoSyncView<View> && f.parts >= 2 && f.parts <= 8 && sp_.unsplitTiles == 0 &&
+    // share the fixup. With more than eight parts, parts 0-7 own a slab each
+    // and the rest only write: each owner warp reads what a finisher's warp
+    // would, but one warp per SM instead of all eight of one SM.
+    f.sharedFixup = kNoSyncView<View> && f.parts >= 2 && f.parts <= sp_.sharedFixupParts && sp_.unsplitTiles == 0 &&
                     sp_.units <= gridDim.x;
     // The part whose consumer 0 stores (and traces the tile's end).
     f.tracesTile = u.split == (f.sharedFixup ? 0u : f.parts - 1);

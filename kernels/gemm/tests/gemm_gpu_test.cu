@@ -66,6 +66,20 @@ TEST(GemmGpuSplitK, SplitOverrides) {
     }
 }
 
+// More than eight parts, all running at once (4 tiles x up to 32 parts fit
+// 132 SMs): they share the fixup, parts 0-7 owning a warp slab each and the
+// rest only writing theirs.
+TEST(GemmGpuSplitK, ManyPartsShareTheFixup) {
+  REQUIRE_HOPPER();
+  for (int s : {9, 16, 32})
+    for (int M : {1, 100}) {
+      SCOPED_TRACE("splitK=" + std::to_string(s) + " M=" + std::to_string(M));
+      runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::Bias, s}, M, 256, 4096, true);
+      runCase({DType::FP16, BLayout::KN, TileConfig::T64x128SplitK, Epilogue::SwiGLU, s}, M, 256, 4096, true);
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+}
+
 TEST(GemmGpuSplitK, LargeKAuto) {
   REQUIRE_HOPPER();
   runCase({DType::BF16, BLayout::NK, TileConfig::Auto, Epilogue::Bias}, 64, 1024, 8192, true);
