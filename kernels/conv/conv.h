@@ -98,14 +98,10 @@ bool filterFitsResident(const Conv2dArgs& a);
 // configuration (one the convolution is built for; others are an error;
 // 128x64-resident where the filter fits, 128x64 elsewhere).
 inline constexpr const char* kEnvConvConfig = "CUSYNC_CONV_CONFIG";
-// CUSYNC_CONV_SPLIT_PARTS=n caps the parts of a 64x128 split tile at n
-// (default 32).
-inline constexpr const char* kEnvConvSplitParts = "CUSYNC_CONV_SPLIT_PARTS";
 // `cusync-bench conv --help` lists them.
 inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
     {kEnvConvConfig, "=name: every layer takes this tile configuration (128x64, 128x64-resident where the filter fits, "
                      "128x128, 128x256, 64x128-splitk or 128x256-tailsplit) instead of the time model's pick"},
-    {kEnvConvSplitParts, "=n: a 64x128 split tile takes at most n parts (default 32)"},
 };
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 // Parts per split tile for a's configuration (a.splitK when set): as many as

@@ -145,16 +145,6 @@ constexpr ConvUnitCost kWholeTileCosts[] = {
 // first MMAs wait for the whole filter); so it is taken wherever it fits.
 constexpr ConvUnitCost kResidentCost = {TileConfig::T128x64Resident, 0.26, 0.8};
 constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs = 5.0;
-
-// The most parts of a 64x128 split tile: 32, or CUSYNC_CONV_SPLIT_PARTS.
-int64_t splitPartsMax() {
-  static const int64_t n = [] {
-    const char* e = std::getenv(kEnvConvSplitParts);
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v > 0 ? std::min(v, 32) : 32;
-  }();
-  return n;
-}
 }  // namespace
 
 TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
@@ -185,7 +175,7 @@ TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContex
   for (const ConvUnitCost& c : kWholeTileCosts) consider(c);
   if (filterFitsResident(a)) consider(kResidentCost);
   const int64_t splitTiles = tilesOf(64, 128);
-  const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, splitPartsMax());
+  const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, 32);
   const double splitCost = wavesOf(splitTiles * parts) * (static_cast<double>((kBlocks + parts - 1) / parts) *
                                                                kSplitUsPerKBlock +
                                                            kSplitUsPerUnit + (parts > 1 ? kSplitFixupUs : 0.0));
@@ -198,7 +188,7 @@ int convSplits(const Conv2dArgs& a, int numSMs) {
   const cusync_gemm::TileShape t = cusync_gemm::tileShape(a.config);
   const int64_t tiles = (g.M + t.bm - 1) / t.bm * ((g.N + t.bn - 1) / t.bn);
   if (cusync_gemm::scheduleOf(a.config) == cusync_gemm::Schedule::SplitK)
-    return static_cast<int>(partsFor(tiles, g.K / 64, numSMs, splitPartsMax()));
+    return static_cast<int>(partsFor(tiles, g.K / 64, numSMs, 32));
   // TailSplit splits only a part-empty last wave: with whole waves the GEMM's tail plan counts the parts.
   return tiles < numSMs ? static_cast<int>(partsFor(tiles, g.K / 64, numSMs, kWidePartsMax)) : 0;
 }

@@ -10,8 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -150,49 +148,6 @@ void launchPrepared(K* k, int smem, std::atomic<uint64_t>& prepared, uint32_t bl
   if (cudaError_t l = cudaGetLastError(); l != cudaSuccess) throwCuda(l, "gemm kernel launch");
 }
 
-// The most clusters of `size` blocks of kernel k (shared memory `smem`
-// prepared) that fit the device at once, per device and size; 0 where the
-// query fails (not remembered, so a later launch asks again).
-template <class K>
-int maxActiveClusters(K* k, int smem, uint32_t size) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  static std::mutex mu;
-  static std::map<std::pair<int, uint32_t>, int> known;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = known.find({dev, size}); it != known.end()) return it->second;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = size, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(size);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = 1;
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(k), &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  known[{dev, size}] = n;
-  return n;
-}
-
-// Split K in clusters (split_k.cuh, SplitLink): the parts of each split
-// tile as one cluster, which hand their partials over in shared memory,
-// where the launch's units are static (KernelFlags::staticFirst), one per
-// block, every tile split into S <= 8 parts (the portable cluster size) and
-// all of its clusters fit the device at once. Returns the cluster size, or
-// 1 for a launch without clusters. CUSYNC_GEMM_CLUSTER_FIXUP=0 turns it off.
-template <class K>
-uint32_t splitClusterSize(K* k, int smem, const ScheduleParams& s, uint32_t blocks, const KernelFlags& f) {
-  static const bool off = envSwitchOff(kEnvClusterFixup);
-  if (off || !f.staticFirst || s.splits < 2 || s.splits > 8 || s.unsplitTiles != 0 || s.units != blocks) return 1;
-  const int fit = maxActiveClusters(k, smem, s.splits);
-  return static_cast<int64_t>(s.units / s.splits) <= fit ? s.splits : 1;
-}
-
 // Launches one kernel of prepared stage parameters, its A read through
 // ALoader (mainloop.cuh): `base` carries the stream and launch attributes (a
 // pipeline's placement); grid, block and shared memory come from here.
@@ -213,24 +168,6 @@ void launchStageKernel(const StageParams<T, View>& sp, uint32_t blocks, const cu
     else return gemmKernel<Shape, T, TB, E, E, KP, ALoader>;
   }();
   static std::atomic<uint64_t> prepared{0};
-  if constexpr (Shape::kSchedule == Schedule::SplitK && kNoSyncView<View>) {
-    static_assert(SharedStorage<Shape, TB, kernelWaits<KP>()>::kExchangeBytes <=
-                      SharedStorage<Shape, TB, kernelWaits<KP>()>::kResidentOffset,
-                  "a split part's partial fits its ring");
-    prepareKernel(k, smem, prepared);
-    if (const uint32_t S = splitClusterSize(k, smem, sp.sched, blocks, flags); S > 1) {
-      cudaLaunchAttribute attrs[8];
-      if (base.numAttrs >= 8) throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", "too many launch attributes");
-      for (unsigned i = 0; i < base.numAttrs; ++i) attrs[i] = base.attrs[i];
-      attrs[base.numAttrs].id = cudaLaunchAttributeClusterDimension;
-      attrs[base.numAttrs].val.clusterDim.x = S, attrs[base.numAttrs].val.clusterDim.y = 1,
-      attrs[base.numAttrs].val.clusterDim.z = 1;
-      cudaLaunchConfig_t clustered = base;
-      clustered.attrs = attrs;
-      clustered.numAttrs = base.numAttrs + 1;
-      return launchPrepared(k, smem, prepared, blocks, clustered, &kp);
-    }
-  }
   launchPrepared(k, smem, prepared, blocks, base, &kp);
 }
 

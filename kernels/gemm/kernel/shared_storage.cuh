@@ -53,11 +53,10 @@ struct SharedStorage {
   // full[kStages], empty[kStages], then with resident weights their full barrier.
   static constexpr int kBarOffset = kResidentOffset + kResidentBytes;
   static constexpr int kInfoOffset = kBarOffset + (2 * kStages + (kResidentB ? 1 : 0)) * 8;
-  // Clusters: a pair's tile handed to the second block, and its four mbarriers
-  // of the hand-over (mailbox full / empty) and of the post (peer stored /
-  // post done); or a split tile's eight, one per warp slab (SplitLink).
+  // Cluster pairs: the tile handed to the second block, and the mbarriers of
+  // the hand-over (mailbox full / empty) and of the post (peer stored / post done).
   static constexpr int kPairOffset = (kInfoOffset + kStages * (int)sizeof(Unit) + 15) / 16 * 16;
-  static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 8 * 8;
+  static constexpr int kPairBytes = (int)sizeof(cusync::TileWork) + 4 * 8;
   static constexpr int kWaitOffset = (kPairOffset + kPairBytes + 15) / 16 * 16;
   static constexpr int kWaitBytes = WaitQueue_ ? WaitQueue::kBytes : 0;
   // The epilogue scratch: two buffers per consumer warp where they fit beside
@@ -89,12 +88,6 @@ struct SharedStorage {
   __device__ __forceinline__ uint64_t* pairBarriers() const {
     return reinterpret_cast<uint64_t*>(base + kPairOffset + sizeof(cusync::TileWork));
   }
-  __device__ __forceinline__ uint64_t* slabBarriers() const { return pairBarriers(); }
-  // A split part's fp32 partial for the other blocks of its cluster to read:
-  // the ring, idle once the block's one unit is past its MMAs. The 64-row
-  // split tiles' two warpgroups take 2 x 128 threads x 8 float4.
-  static constexpr int kExchangeBytes = 2 * 128 * (BM == 64 ? BN / 2 : BN) / 8 * 16;
-  __device__ __forceinline__ float4* partialExchange() const { return reinterpret_cast<float4*>(base); }
   __device__ __forceinline__ unsigned char* waitQueue() const { return base + kWaitOffset; }
   // Consumer warp w's (0..7) epilogue buffers.
   __device__ __forceinline__ unsigned char* scratch(int warp) const {

@@ -148,15 +148,6 @@ __device__ __forceinline__ void releaseSlotRemote(uint64_t* localBar, uint32_t r
 #endif
 }
 
-// Blocks in this block's cluster: 1 in a launch without clusters.
-__device__ __forceinline__ uint32_t clusterBlocks() {
-#if CUSYNC_GEMM_SM90A
-  return cuda::ptx::get_sreg_cluster_nctarank();
-#else
-  return 1;
-#endif
-}
-
 __device__ __forceinline__ void clusterSync() {
 #if CUSYNC_GEMM_SM90A
   cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);

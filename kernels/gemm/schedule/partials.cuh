@@ -31,24 +31,14 @@ __device__ __forceinline__ void awaitPartials(uint32_t* flag, uint32_t n, int cw
   asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
 }
 
-// Where split partials live: global memory through L2 (the parts run in
-// any blocks), or the shared memory of the blocks of one cluster (SplitLink).
-enum class PartialSpace { Global, Cluster };
-
 // A consumer warpgroup's fp32 accumulator fragment to dst in fragment order:
-// thread t of 128 writes its R4 float4 at dst[r * 128 + t], in global memory
-// cached in L2 only, or in this block's shared memory.
-template <int R4, PartialSpace kSpace = PartialSpace::Global>
+// thread t of 128 writes its R4 float4 at dst[r * 128 + t], cached in L2 only.
+template <int R4>
 __device__ __forceinline__ void storeFragment(const float (&acc)[4 * R4], float4* dst) {
   const int t = threadIdx.x % 128;
 #pragma unroll
-  for (int r = 0; r < R4; ++r) {
-    const float4 v = make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]);
-    if constexpr (kSpace == PartialSpace::Global)
-      __stcg(dst + r * 128 + t, v);
-    else
-      dst[r * 128 + t] = v;
-  }
+  for (int r = 0; r < R4; ++r)
+    __stcg(dst + r * 128 + t, make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]));
 }
 
 // Split K: a consumer warpgroup's fp32 partial goes to dst (storeFragment);
@@ -73,7 +63,7 @@ __device__ __forceinline__ void writePartial(const float (&acc)[4 * R4], float4*
 // round trip in all instead of one per partial or batch (reading the
 // partials is latency-bound). Two chunks of registers fit
 // beside acc.
-template <int R4, PartialSpace kSpace = PartialSpace::Global, class PartAt>
+template <int R4, class PartAt>
 __device__ __forceinline__ void addPartials(float (&acc)[4 * R4], uint32_t n, PartAt partAt) {
   constexpr int B = R4 <= 24 ? R4 / 2 : R4 / 4;  // float4 per chunk
   constexpr int C = R4 / B;                     // chunks per partial
@@ -82,12 +72,7 @@ __device__ __forceinline__ void addPartials(float (&acc)[4 * R4], uint32_t n, Pa
   auto load = [&](float4(&b)[B], uint32_t k, int q) {
     const float4* src = partAt(k) + t + q * B * 128;
 #pragma unroll
-    for (int i = 0; i < B; ++i) {
-      if constexpr (kSpace == PartialSpace::Global)
-        b[i] = __ldcg(src + i * 128);
-      else
-        b[i] = src[i * 128];  // generic loads: another block's shared memory in the cluster
-    }
+    for (int i = 0; i < B; ++i) b[i] = __ldcg(src + i * 128);
   };
   auto add = [&](const float4(&b)[B], int q) {
 #pragma unroll
@@ -158,7 +143,7 @@ __device__ __forceinline__ uint32_t slabOwner(int cw, uint32_t S) {
 // writePartial or writeSlabPartial) to acc in slabOwner()'s order. acc holds
 // part `held`: the slab's owner `own` in a shared fixup, part S - 1 in a
 // finisher. First the other of own and S - 1, then the rest ascending.
-template <int R4, PartialSpace kSpace = PartialSpace::Global, class PartOf>
+template <int R4, class PartOf>
 __device__ __forceinline__ void addPartsInSlabOrder(float (&acc)[4 * R4], uint32_t own, uint32_t held, uint32_t S,
                                                     PartOf partOf) {
   auto partAt = [&](uint32_t k) -> uint32_t {  // the k-th part to add
@@ -166,7 +151,7 @@ __device__ __forceinline__ void addPartsInSlabOrder(float (&acc)[4 * R4], uint32
     if (k == 0) return held == own ? S - 1 : own;
     return k - 1 < own ? k - 1 : k;
   };
-  addPartials<R4, kSpace>(acc, S - 1, [&](uint32_t k) { return partOf(partAt(k)); });
+  addPartials<R4>(acc, S - 1, [&](uint32_t k) { return partOf(partAt(k)); });
 }
 
 }  // namespace cusync_gemm::detail

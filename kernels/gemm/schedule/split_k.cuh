@@ -21,12 +21,6 @@
 // Every block takes one stage ticket at its start (its run number), and the
 // finisher of each split tile one more, so a run takes numTiles + blocks
 // stage tickets as the stage expects.
-//
-// In clusters (SplitLink): where the host launches clusters of S blocks
-// (host/launch.cuh: a NoSync launch of static units, every part of every
-// tile at once, S <= 8), block b computes part b % S of split tile b / S, and
-// the parts share the fixup through distributed shared memory instead of L2:
-// no fence, flag or L2 round trip between the partials and their sum.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +28,6 @@
 #include "cusync/backend_cuda.h"
 #include "cusync/device.h"
 #include "kernels/gemm/kernel/params.cuh"
-#include "kernels/gemm/kernel/sm90.cuh"
 #include "kernels/gemm/schedule/partials.cuh"
 #include "kernels/gemm/schedule/split_units.h"
 #include "kernels/gemm/schedule/unit.cuh"
@@ -42,70 +35,11 @@
 
 namespace cusync_gemm::detail {
 
-// How the parts of a split tile meet: blocks alone (a launch without
-// clusters; every method as SoloLink's), or the S parts of a tile as one
-// cluster of S blocks. There each part writes its fp32 partial of a warp
-// slab into its own ring (idle once both consumer warpgroups are past the
-// MMAs of the block's one unit) and arrives on the slab owner's mbarrier
-// with cluster-scope release; the owner's warp waits on it (acquire) and
-// reads the S - 1 partials from the other blocks' shared memory in
-// slabOwner()'s order, the same sums as the L2 fixups. A cluster barrier
-// keeps every block until the owners have read.
-class SplitLink {
- public:
-  static constexpr int kSize = 1;  // a block computes all rows of its part
-  static constexpr uint32_t kSlotReleases = 2;
-
-  __device__ __forceinline__ SplitLink() : parts_(clusterBlocks()) {}
-  __device__ __forceinline__ uint32_t rank() const { return 0; }
-  // Blocks in this block's cluster: a split tile's parts, or 1 without clusters.
-  __device__ __forceinline__ uint32_t clusterParts() const { return parts_; }
-
-  template <class Storage>
-  __device__ __forceinline__ void bind(const Storage& ss) {
-    slabBars_ = ss.slabBarriers();
-    exchange_ = ss.partialExchange();
-  }
-  // One thread, beside the ring's barriers: each slab's barrier completes
-  // when the tile's S - 1 other parts wrote it.
-  __device__ __forceinline__ void initBarriers() {
-    if (parts_ > 1)
-      for (int j = 0; j < 8; ++j) cuda::ptx::mbarrier_init(&slabBars_[j], parts_ - 1);
-  }
-  // No remote arrive may reach a block before its barriers exist.
-  __device__ __forceinline__ void syncAfterInit() {
-    if (parts_ > 1)
-      clusterSync();
-    else
-      __syncthreads();
-  }
-  __device__ __forceinline__ void handOver(cusync::TileWork&) {}
-  __device__ __forceinline__ void releaseSlot(uint64_t* empty) { cuda::ptx::mbarrier_arrive(empty); }
-  __device__ __forceinline__ bool postsTile() { return true; }
-  __device__ __forceinline__ void afterPost() {}
-  // No block may leave while an owner can still read its partials.
-  __device__ __forceinline__ void syncBeforeExit() {
-    if (parts_ > 1) clusterSync();
-  }
-
-  __device__ __forceinline__ uint64_t* slabBarrier(uint32_t slab) const { return &slabBars_[slab]; }
-  // Consumer warpgroup cw's partial in this block's shared memory.
-  template <int R4>
-  __device__ __forceinline__ float4* exchange(int cw) const {
-    return exchange_ + cw * (128 * R4);
-  }
-
- private:
-  uint32_t parts_;
-  uint64_t* slabBars_ = nullptr;
-  float4* exchange_ = nullptr;
-};
-
 template <class View>
 class SplitTiles {
  public:
   static constexpr bool kCutsK = true;
-  SplitLink link;
+  SoloLink link;
 
   // stageTickets = false in a fused kernel, whose counter gives the run numbers.
   __device__ __forceinline__ SplitTiles(const View& view, const KernelFlags& f, const ScheduleParams& sp, int kIters,
@@ -122,9 +56,7 @@ class SplitTiles {
     if (staticFirst_) {
       cusync::CudaBackend::triggerDependents();
       start_.run = 1;
-      // In clusters, block b is part b % S of split tile b / S.
-      const uint32_t S = link.clusterParts();
-      first_ = unitOf(S > 1 ? clusterBlockUnit(blockIdx.x, S, sp_.units / S) : blockIdx.x, 1);
+      first_ = unitOf(blockIdx.x, 1);
     } else {
       const unsigned long long t = atomicAdd(sp_.counter, 1ull);  // both atomics in flight at once
       start_ = cusync::tileElected(view_);
@@ -160,13 +92,9 @@ class SplitTiles {
     // would, but one warp per SM instead of all eight of one SM.
     f.sharedFixup = kNoSyncView<View> && f.parts >= 2 && f.parts <= sp_.sharedFixupParts && sp_.unsplitTiles == 0 &&
                     sp_.units <= gridDim.x;
-    // In clusters the parts share the fixup in shared memory (the host
-    // launches clusters only of static NoSync units, all at once).
-    f.clusterFixup = f.parts >= 2 && link.clusterParts() == f.parts;
-    if (f.clusterFixup) f.sharedFixup = false;
     // The part whose consumer 0 stores (and traces the tile's end).
-    f.tracesTile = u.split == (f.sharedFixup || f.clusterFixup ? 0u : f.parts - 1);
-    f.takesTicket = ticketed_ && !f.sharedFixup && !f.clusterFixup;
+    f.tracesTile = u.split == (f.sharedFixup ? 0u : f.parts - 1);
+    f.takesTicket = ticketed_ && !f.sharedFixup;
     return f;
   }
 
@@ -183,25 +111,6 @@ class SplitTiles {
     // The slab of warp w (16 rows) of consumer cw (slab 4 cw + w) sums its
     // parts in the order of slabOwner().
     const uint32_t own = slabOwner(cw, NS);
-    if (f.clusterFixup) {
-      // Both warpgroups' MMAs are done: the ring takes the partials.
-      consumerBarrier();
-      const uint32_t slab = static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32);
-      float4* const mine = link.exchange<R4>(cw);
-      if (u.split != own) {
-        storeFragment<R4, PartialSpace::Cluster>(acc, mine);
-        __syncwarp();
-        if (threadIdx.x % 32 == 0) arriveRemote(link.slabBarrier(slab), own);
-        f.store = false;
-      } else {
-        mbarWaitCluster(link.slabBarrier(slab), 0);
-        // Part s is the cluster's block s; its partial sits where this block's is.
-        addPartsInSlabOrder<R4, PartialSpace::Cluster>(acc, own, own, NS, [&](uint32_t s) {
-          return static_cast<const float4*>(__cluster_map_shared_rank(mine, s));
-        });
-      }
-      return true;
-    }
     if (f.sharedFixup) {
       const uint32_t slab = static_cast<uint32_t>(cw * 4 + (threadIdx.x % 128) / 32);
       uint32_t* const slabFlag = &sp_.flags[tp * 8 + slab];
@@ -232,7 +141,7 @@ class SplitTiles {
   // next wgmma, which all four must issue together; the block that finished
   // a split tile takes one of the run's numTiles stage tickets.
   __device__ __forceinline__ void afterStore(const UnitFinish& f, int cw) {
-    if (f.sharedFixup || f.clusterFixup) asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+    if (f.sharedFixup) asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
     if (threadIdx.x == 128 && f.takesTicket) (void)cusync::tileElected(view_);
   }
 

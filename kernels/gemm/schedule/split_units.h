@@ -32,11 +32,6 @@ CUSYNC_HD SplitUnit splitUnitAt(uint32_t t, uint32_t unsplit, uint32_t splits, u
   return u;
 }
 
-// A launch in clusters of S blocks, one per part of each of R split tiles
-// (no whole tiles): block b's unit, part b % S (its rank in the cluster) of
-// tile b / S.
-CUSYNC_HD uint32_t clusterBlockUnit(uint32_t b, uint32_t S, uint32_t R) { return b % S * R + b / S; }
-
 // The k-blocks [kb0, kb1) of part `split` of `parts` over kIters k-blocks.
 CUSYNC_HD void splitKBlocks(uint32_t split, uint32_t parts, uint32_t kIters, int32_t& kb0, int32_t& kb1) {
   kb0 = static_cast<int32_t>(split * kIters / parts);

@@ -28,7 +28,6 @@ struct UnitFinish {
   uint32_t parts = 1;       // parts of the unit's tile (split K)
   bool store = true;        // it stores rows of the tile (false: it handed its partial on)
   bool sharedFixup = false; // the tile's parts share the fixup: the warpgroup meets again after storing
-  bool clusterFixup = false; // the same through the shared memory of the tile's cluster (SplitLink)
   bool tracesTile = true;   // its thread 128 records the tile's MMA time and end (TileTrace)
   bool takesTicket = false; // split tiles: this part takes the tile's one stage ticket after storing
 };

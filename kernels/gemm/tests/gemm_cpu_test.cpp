@@ -8,7 +8,6 @@
 #include "cusync/error.h"
 #include "cusync/tile_order.h"
 #include "kernels/gemm/schedule/k_cut_range.h"
-#include "kernels/gemm/schedule/split_units.h"
 #include "kernels/gemm/schedule/static_tiles.h"
 #include "kernels/gemm/gemm.h"
 
@@ -322,28 +321,6 @@ TEST(GemmStaticTiles, TakersCoverTilesAndCountRuns) {
       }
     }
   }
-}
-
-// A launch in clusters of S blocks: block b runs part b % S (its rank in the
-// cluster, which the shared-memory fixup takes for the part) of tile b / S,
-// and the blocks cover every unit once.
-TEST(GemmSplitClusters, BlockRunsItsRanksPartOfItsClustersTile) {
-  using cusync_gemm::detail::clusterBlockUnit;
-  using cusync_gemm::detail::splitUnitAt;
-  for (uint32_t S = 2; S <= 8; ++S)
-    for (uint32_t R = 1; R <= 20; ++R) {
-      std::vector<int> seen(S * R, 0);
-      for (uint32_t b = 0; b < S * R; ++b) {
-        const uint32_t t = clusterBlockUnit(b, S, R);
-        ASSERT_LT(t, S * R);
-        ++seen[t];
-        const auto u = splitUnitAt(t, 0, S, S * R);
-        EXPECT_EQ(u.split, b % S) << "S=" << S << " R=" << R << " b=" << b;
-        EXPECT_EQ(u.pos, b / S) << "S=" << S << " R=" << R << " b=" << b;
-        EXPECT_EQ(u.parts, S);
-      }
-      for (uint32_t t = 0; t < S * R; ++t) EXPECT_EQ(seen[t], 1) << "S=" << S << " R=" << R << " unit " << t;
-    }
 }
 
 TEST(GemmKCut, CutsCoverEveryKBlockOnce) {

@@ -80,22 +80,6 @@ TEST(GemmGpuSplitK, ManyPartsShareTheFixup) {
     }
 }
 
-// Two to eight parts whose tiles all fit at once run as clusters and sum
-// their partials in shared memory (SplitLink); launched twice, so the
-// second launch finds the stage's counters as the first left them.
-TEST(GemmGpuSplitK, ClusteredPartsShareTheFixup) {
-  REQUIRE_HOPPER();
-  for (int s : {2, 3, 5, 8})
-    for (int M : {1, 100, 190}) {
-      SCOPED_TRACE("splitK=" + std::to_string(s) + " M=" + std::to_string(M));
-      for (int launch = 0; launch < 2; ++launch) {
-        runCase({DType::BF16, BLayout::NK, TileConfig::T64x128SplitK, Epilogue::Gelu, s}, M, 384, 2048, true);
-        runCase({DType::FP16, BLayout::KN, TileConfig::T64x128SplitK, Epilogue::SwiGLU, s}, M, 384, 2048, false);
-      }
-      if (HasFatalFailure() || HasFailure()) return;
-    }
-}
-
 TEST(GemmGpuSplitK, LargeKAuto) {
   REQUIRE_HOPPER();
   runCase({DType::BF16, BLayout::NK, TileConfig::Auto, Epilogue::Bias}, 64, 1024, 8192, true);
