@@ -98,14 +98,18 @@ bool filterFitsResident(const Conv2dArgs& a);
 // configuration (one the convolution is built for; others are an error;
 // 128x64-resident where the filter fits, 128x64 elsewhere).
 inline constexpr const char* kEnvConvConfig = "CUSYNC_CONV_CONFIG";
+// CUSYNC_CONV_SPLIT_PARTS=n: a 64x128 split tile takes at most n parts (1 to
+// 32) instead of 8.
+inline constexpr const char* kEnvConvSplitParts = "CUSYNC_CONV_SPLIT_PARTS";
 // `cusync-bench conv --help` lists them.
 inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
     {kEnvConvConfig, "=name: every layer takes this tile configuration (128x64, 128x64-resident where the filter fits, "
                      "128x128, 128x256, 64x128-splitk or 128x256-tailsplit) instead of the time model's pick"},
+    {kEnvConvSplitParts, "=n: a 64x128 split tile takes at most n parts (1 to 32; default 8)"},
 };
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 // Parts per split tile for a's configuration (a.splitK when set): as many as
-// the SMs hold, at least 4 k-blocks each. A layer with few output pixels and
+// the SMs hold, at least 4 k-blocks each, at most 8 (64x128) or 4 (128x256). A layer with few output pixels and
 // a long reduction (ResNet's 7 x 7 x 512) is one k-loop per tile otherwise,
 // whose load latency sets the layer's time.
 int convSplits(const Conv2dArgs& a, int numSMs);

@@ -145,6 +145,23 @@ constexpr ConvUnitCost kWholeTileCosts[] = {
 // first MMAs wait for the whole filter); so it is taken wherever it fits.
 constexpr ConvUnitCost kResidentCost = {TileConfig::T128x64Resident, 0.26, 0.8};
 constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs = 5.0;
+
+// The most parts of a 64x128 split tile. Each of a tile's slab owners (or
+// its finisher) reads the other parts' partials one after the other, so the
+// fixup grows with the parts: ResNet's 7 x 7 x 512 layer at batch 1 (4
+// tiles) took 18.6 us in 18 parts and 15.3 in 8 (H100, 2026-11-28, one
+// binary, CUSYNC_CONV_SPLIT_PARTS, the 8 parts in the cluster form that was
+// not kept), where 16 tiles of 8 parts at batch 4 take 15.9.
+// CUSYNC_CONV_SPLIT_PARTS sets another cap for A/B runs.
+constexpr int64_t kSplitPartsMax = 8;
+int64_t splitPartsMax() {
+  static const int64_t n = [] {
+    const char* e = std::getenv(kEnvConvSplitParts);
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v > 0 ? std::min<int64_t>(v, 32) : kSplitPartsMax;
+  }();
+  return n;
+}
 }  // namespace
 
 TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
@@ -175,7 +192,7 @@ TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContex
   for (const ConvUnitCost& c : kWholeTileCosts) consider(c);
   if (filterFitsResident(a)) consider(kResidentCost);
   const int64_t splitTiles = tilesOf(64, 128);
-  const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, 32);
+  const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, splitPartsMax());
   const double splitCost = wavesOf(splitTiles * parts) * (static_cast<double>((kBlocks + parts - 1) / parts) *
                                                                kSplitUsPerKBlock +
                                                            kSplitUsPerUnit + (parts > 1 ? kSplitFixupUs : 0.0));
@@ -188,7 +205,7 @@ int convSplits(const Conv2dArgs& a, int numSMs) {
   const cusync_gemm::TileShape t = cusync_gemm::tileShape(a.config);
   const int64_t tiles = (g.M + t.bm - 1) / t.bm * ((g.N + t.bn - 1) / t.bn);
   if (cusync_gemm::scheduleOf(a.config) == cusync_gemm::Schedule::SplitK)
-    return static_cast<int>(partsFor(tiles, g.K / 64, numSMs, 32));
+    return static_cast<int>(partsFor(tiles, g.K / 64, numSMs, splitPartsMax()));
   // TailSplit splits only a part-empty last wave: with whole waves the GEMM's tail plan counts the parts.
   return tiles < numSMs ? static_cast<int>(partsFor(tiles, g.K / 64, numSMs, kWidePartsMax)) : 0;
 }

@@ -189,8 +189,9 @@ TEST(ConvGemm, FewPixelsSplitTheReduction) {
   a.N = 1, a.H = a.W = 7, a.C = a.K = 512;
   const Conv2dArgs r = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Stage);
   EXPECT_EQ(r.config, TileConfig::T64x128SplitK);
-  EXPECT_EQ(r.splitK, 18);  // at least 4 k-blocks per part
-  EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(r), r.config, 132), 18u);
+  EXPECT_EQ(r.splitK, 8);  // at most 8 parts (the SMs would hold 33, 4 k-blocks each 18)
+  EXPECT_EQ(cusync_gemm::splitCount(cusync_conv::gemmOf(r), r.config, 132), 8u);
+  EXPECT_EQ(cusync_gemm::persistentBlocks(cusync_conv::gemmOf(r), r.config, 132), 32u);
   // Many pixels: whole tiles, no split.
   a.N = 32, a.H = a.W = 56, a.C = a.K = 64;
   const Conv2dArgs w = cusync_conv::resolveLaunch(a, 132, cusync_gemm::LaunchContext::Standalone);

@@ -16,7 +16,6 @@
 
 #include "cusync/error.h"
 #include "cusync/stage_view.h"
-#include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/host/launch_host.h"
 #include "kernels/gemm/kernel/gemm_kernel.cuh"
@@ -64,8 +63,6 @@ ScheduleParams splitParams(const GemmArgs& a, const View& view, StageWorkspace& 
   sp.unsplitTiles = whole;
   sp.units = whole + split * S;
   sp.unitsPerRun = sp.units + blocks;
-  static const int sharedParts = envInt(kEnvSharedFixupParts);  // read once: an A/B switch
-  if (sharedParts > 0) sp.sharedFixupParts = static_cast<uint32_t>(sharedParts);
   return sp;
 }
 

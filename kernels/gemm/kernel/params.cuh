@@ -75,9 +75,6 @@ struct ScheduleParams {
   uint32_t splits = 1, units = 0, unitsPerRun = 0;
   uint32_t unsplitTiles = 0;              // leading tiles computed whole
   uint32_t kCutGroups = 0;                // KCut: groups of blocks (flags and partials per block)
-  // Split tiles of at most this many parts, all running at once, share their
-  // fixup (split_k.cuh); CUSYNC_GEMM_SHARED_FIXUP_PARTS lowers it for A/B runs.
-  uint32_t sharedFixupParts = 32;
 };
 
 // How an A loader lays out a ring slot's A; the consumers' wgmma descriptors follow it.

@@ -90,7 +90,7 @@ class SplitTiles {
     // share the fixup. With more than eight parts, parts 0-7 own a slab each
     // and the rest only write: each owner warp reads what a finisher's warp
     // would, but one warp per SM instead of all eight of one SM.
-    f.sharedFixup = kNoSyncView<View> && f.parts >= 2 && f.parts <= sp_.sharedFixupParts && sp_.unsplitTiles == 0 &&
+    f.sharedFixup = kNoSyncView<View> && f.parts >= 2 && sp_.unsplitTiles == 0 &&
                     sp_.units <= gridDim.x;
     // The part whose consumer 0 stores (and traces the tile's end).
     f.tracesTile = u.split == (f.sharedFixup ? 0u : f.parts - 1);
