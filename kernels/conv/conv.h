@@ -109,9 +109,10 @@ inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
 };
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
 // Parts per split tile for a's configuration (a.splitK when set): as many as
-// the SMs hold, at least 4 k-blocks each, at most 8 (64x128) or 4 (128x256). A layer with few output pixels and
-// a long reduction (ResNet's 7 x 7 x 512) is one k-loop per tile otherwise,
-// whose load latency sets the layer's time.
+// the SMs hold, at least 4 k-blocks each, at most 8 (64x128) or 4
+// (128x256). A layer with few output pixels and a long reduction (ResNet's
+// 7 x 7 x 512) is one k-loop per tile otherwise, whose load latency sets
+// the layer's time.
 int convSplits(const Conv2dArgs& a, int numSMs);
 // a with its configuration and split count resolved, as every launch runs it.
 Conv2dArgs resolveLaunch(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);

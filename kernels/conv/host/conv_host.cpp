@@ -149,10 +149,10 @@ constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs 
 // The most parts of a 64x128 split tile. Each of a tile's slab owners (or
 // its finisher) reads the other parts' partials one after the other, so the
 // fixup grows with the parts: ResNet's 7 x 7 x 512 layer at batch 1 (4
-// tiles) took 18.6 us in 18 parts and 15.3 in 8 (H100, 2026-11-28, one
-// binary, CUSYNC_CONV_SPLIT_PARTS, the 8 parts in the cluster form that was
-// not kept), where 16 tiles of 8 parts at batch 4 take 15.9.
-// CUSYNC_CONV_SPLIT_PARTS sets another cap for A/B runs.
+// tiles, 72 k-blocks) takes 18.4 us in 18 parts and 14.9 in 8 (H100,
+// 2026-11-28, one binary, the sweep at batch 1-16 twice with each cap; no
+// other layer moved beyond the spread). CUSYNC_CONV_SPLIT_PARTS sets
+// another cap for A/B runs.
 constexpr int64_t kSplitPartsMax = 8;
 int64_t splitPartsMax() {
   static const int64_t n = [] {
