@@ -156,8 +156,7 @@ constexpr double kSplitUsPerKBlock = 0.33, kSplitUsPerUnit = 0.8, kSplitFixupUs 
 constexpr int64_t kSplitPartsMax = 8;
 int64_t splitPartsMax() {
   static const int64_t n = [] {
-    const char* e = std::getenv(kEnvConvSplitParts);
-    const int v = e != nullptr ? std::atoi(e) : 0;
+    const int v = cusync_gemm::envInt(kEnvConvSplitParts);
     return v > 0 ? std::min<int64_t>(v, 32) : kSplitPartsMax;
   }();
   return n;
