@@ -305,8 +305,10 @@ int benchConv(const ConvBenchOptions& o) {
       std::vector<double> err(variants.size(), INFINITY), ms(variants.size(), INFINITY);
       std::vector<std::string> against(variants.size());
       std::vector<bool> ok(variants.size(), false);
+      std::vector<std::string> notFor(variants.size());  // why a variant does not run this pair
       for (size_t i = 0; i < variants.size(); ++i) {
         const ConvVariant& v = *variants[i];
+        if (v.notFor && !(notFor[i] = v.notFor(run0)).empty()) continue;
         if (v.name == "cudnn" && !cudnnReady) {
           allOk = false;
           continue;
@@ -428,6 +430,10 @@ int benchConv(const ConvBenchOptions& o) {
                   shapeText(a2).c_str(), pairFlops / 1e9, roofMs, baseMs, baseName.c_str(), copies);
       for (size_t i = 0; i < variants.size(); ++i) {
         const double sp = o.checkOnly ? NAN : baseMs / ms[i], eff = o.checkOnly ? NAN : roofMs / ms[i];
+        if (!notFor[i].empty()) {
+          std::printf("  %-14s n/a: %s\n", variants[i]->name.c_str(), notFor[i].c_str());
+          continue;
+        }
         if (!ok[i])
           std::printf("  %-14s FAILED check (err %.2e against the %s)\n", variants[i]->name.c_str(), err[i],
                       against[i].empty() ? "-" : against[i].c_str());

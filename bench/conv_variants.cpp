@@ -102,7 +102,7 @@ void syncedPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s, cusync_c
   pairOf(p, env, v).run(b, s);
 }
 #else
-enum class NoChain { Pdl, TileSync };
+enum class NoChain { Pdl, TileSync, Fused };
 void syncedPair(const ConvPairArgs&, ConvRunEnv&, cudaStream_t, NoChain) {
   throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv", "built without the conv kernels");
 }
@@ -135,6 +135,15 @@ const std::vector<ConvVariant>& convVariants() {
        "layer 2's tiles wait for the layer-1 tiles under their filter window, halo included (Conv2DTileSync), PDL "
        "launch",
        [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) { syncedPair(p, env, s, Chain::TileSync); }},
+      {"fused", true, kHaveConv,
+       "both layers in one persistent kernel on the first layer's tile configuration, layer 2's tiles waiting as in "
+       "tilesync",
+       [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) { syncedPair(p, env, s, Chain::Fused); },
+       [](const ConvPairArgs& p) -> std::string {
+         if (p.first.C == 8 || p.second.C == 8) return "a layer with C = 8 packs its filter taps, which the fused kernel's one im2col walk does not";
+         if (p.first.epilogue != cusync_conv::ConvEpilogue::BiasRelu) return "the fused kernel's first layer ends in bias + ReLU";
+         return {};
+       }},
   };
   return table;
 }
@@ -152,8 +161,11 @@ const std::vector<ConvSingle>& convSingles() {
 
 void prepareConvPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t stream) {
 #ifdef CUSYNC_HAVE_CONV
-  for (cusync_conv::ChainVariant v : {cusync_conv::ChainVariant::Pdl, cusync_conv::ChainVariant::TileSync})
-    pairOf(p, env, v);
+  for (const ConvVariant& v : convVariants())
+    if (v.cusync && v.built && !(v.notFor && !v.notFor(p).empty()))
+      pairOf(p, env, v.name == "pdl" ? cusync_conv::ChainVariant::Pdl
+                     : v.name == "tilesync" ? cusync_conv::ChainVariant::TileSync
+                                            : cusync_conv::ChainVariant::Fused);
 #endif
 #ifdef CUSYNC_HAVE_CUDNN
   if (!env.cudnn) return;

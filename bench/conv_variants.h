@@ -54,6 +54,9 @@ struct ConvVariant {
   bool built;        // this binary has its code
   std::string what;  // one line for --help
   ConvPairFn run;    // asynchronous on the stream; throws cusync::Error
+  // Why the variant does not run a pair (printed as n/a), or empty where it
+  // does; unset: it runs every pair.
+  std::function<std::string(const ConvPairArgs&)> notFor;
 };
 
 // Every variant, the ones this binary lacks included (built = false).

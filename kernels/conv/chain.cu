@@ -2,6 +2,7 @@
 // conv2d launches.
 #include "kernels/conv/chain.h"
 #include "kernels/conv/chain_plan.h"
+#include "kernels/conv/chain_runner.h"
 
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@ const char* toString(ChainVariant v) {
     case ChainVariant::NoSync: return "nosync";
     case ChainVariant::Pdl: return "pdl";
     case ChainVariant::TileSync: return "tilesync";
+    case ChainVariant::Fused: return "fused";
   }
   return "?";
 }
@@ -30,13 +32,8 @@ namespace {
 using cusync::policy::NoSync;
 
 // The Stage pair of policy P between the layers, and its pipeline.
-struct SyncedStages {
-  virtual ~SyncedStages() = default;
-  virtual void run(const Conv2dArgs& a1, const Conv2dArgs& a2, cudaStream_t s) = 0;
-};
-
 template <class P>
-struct SyncedStagesOf final : SyncedStages {
+struct SyncedStagesOf final : detail::PairRunner {
   cusync::Stage<NoSync, P> prod;
   cusync::Stage<P, NoSync> cons;
   cusync::LaunchMode mode;
@@ -64,7 +61,7 @@ struct SyncedStagesOf final : SyncedStages {
 
 struct ConvPair::Impl {
   Conv2dArgs l1, l2;  // shapes, epilogues and configurations; pointers unset
-  std::unique_ptr<SyncedStages> stages;
+  std::unique_ptr<detail::PairRunner> stages;
 };
 
 ConvPair::ConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second, ChainVariant v,
@@ -78,7 +75,15 @@ ConvPair::ConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, cons
     m.l2 = layerArgs(N, m.l1.P(), m.l1.Q(), second);
     return;
   }
-  const ConvPairPlan p = planConvPair(N, H, W, first, second, cusync_gemm::detail::requireHopper().sms);
+  const int sms = cusync_gemm::detail::requireHopper().sms;
+  if (v == ChainVariant::Fused) {
+    const ConvFusedPlan f = planConvFused(N, H, W, first, second, sms);
+    m.l1 = f.pair.first.args;
+    m.l2 = f.pair.second.args;
+    m.stages = detail::makeFusedRunner(f);
+    return;
+  }
+  const ConvPairPlan p = planConvPair(N, H, W, first, second, sms);
   detail::rejectPackedWaits(p.second.args);  // the second layer waits on the first
   m.l1 = p.first.args;
   m.l2 = p.second.args;

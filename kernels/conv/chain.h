@@ -9,11 +9,20 @@
 //   TileSync  the second conv's tiles wait only for the first conv's output
 //             tiles they read, halo included (policy Conv2DTileSync), PDL
 //             launch: they start as soon as those rows are written
+//   Fused     both layers in one persistent kernel (cusync/fused.h): its
+//             blocks take the first layer's tiles, then the second's, from
+//             one counter, the second's waiting as under TileSync; one
+//             launch, one ramp-up, and blocks without first-layer work start
+//             on the second layer (loading its filter) during the first's
+//             last wave
 //
-// All variants run every layer with its conv2d configuration for a stage
-// (convConfig), row-major tile orders for the synchronized ones (the first
-// conv finishes its pixel rows in order, the second reads them in that
-// order), and can be captured in a CUDA graph once constructed.
+// The variants but Fused run every layer with its conv2d configuration for
+// a stage (convConfig); Fused runs both layers on the first layer's (the
+// kernel has one tile shape; a resident filter, which serves one layer,
+// becomes 128x64). The synchronized variants take their tiles in row-major
+// order (the first conv finishes its pixel rows in order, the second reads
+// them in that order). Every variant can be captured in a CUDA graph once
+// constructed.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +35,7 @@
 
 namespace cusync_conv {
 
-enum class ChainVariant { NoSync, Pdl, TileSync };
+enum class ChainVariant { NoSync, Pdl, TileSync, Fused };
 const char* toString(ChainVariant v);
 
 // One layer of a chain; its input geometry comes from the layer before.
@@ -56,7 +65,9 @@ class ConvPair {
  public:
   // N images of H x W pixels through `first`, then `second` (second.C ==
   // first.K). Creates the stages (device memory) for the synchronized
-  // variants; throws cusync::Error for shapes conv2d or the policy refuses.
+  // variants; throws cusync::Error for shapes conv2d or the policy refuses
+  // (and, for Fused, a first layer without bias + ReLU or either layer with
+  // packed filter taps). `mode` applies to Pdl and TileSync.
   ConvPair(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second, ChainVariant v,
            cusync::LaunchMode mode = cusync::LaunchMode::Pdl);
   ~ConvPair();

@@ -7,6 +7,7 @@
 // against it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -90,6 +91,66 @@ inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLaye
   p.edge.strideH = static_cast<uint32_t>(c.strideH), p.edge.strideW = static_cast<uint32_t>(c.strideW);
   p.edge.N = static_cast<uint32_t>(N);
   return p;
+}
+
+// The configuration both layers of a fused pair run: the first layer's, in
+// a form a fused kernel runs (whole tiles or 64-row split tiles, the filter
+// through the ring: a resident filter serves one layer's units only).
+inline cusync_gemm::TileConfig fusedConvConfig(cusync_gemm::TileConfig c) {
+  if (cusync_gemm::residentKBlocksOf(c) > 0) return cusync_gemm::TileConfig::T128x64;
+  if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::TailSplit) return cusync_gemm::TileConfig::T128x256;
+  return c;
+}
+
+// A fused pair's kernel loads both layers' input through one A loader, the
+// plain im2col walk: a layer with packed filter taps (C = 8) cannot be one
+// of its layers.
+inline void rejectPackedFused(const Conv2dArgs& a) {
+  if (packsFilterTaps(a))
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
+                        "a layer with C = 8 input channels packs eight filter positions into each k-block, which a "
+                        "fused pair's shared im2col walk does not: run the pair unfused, or pad C to 16");
+}
+
+// The fused variant's plan: the pair's plan with both layers on one
+// configuration (fusedConvConfig of the first's), each layer's work units
+// (its tiles, or their split parts) and the grid's blocks, as many as the
+// units up to one per SM. Every stage's blocks and ticket blocks are the
+// grid's.
+struct ConvFusedPlan {
+  ConvPairPlan pair;
+  uint32_t units1 = 0, units2 = 0;
+  uint32_t blocks = 0;
+};
+
+inline ConvFusedPlan planConvFused(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second,
+                                   int sms) {
+  if (first.epilogue != ConvEpilogue::BiasRelu)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
+                        "a fused pair is built for a first layer with bias + ReLU, not " +
+                            std::string(toString(first.epilogue)));
+  ConvFusedPlan f;
+  f.pair = planConvPair(N, H, W, first, second, sms);
+  rejectPackedFused(f.pair.first.args);
+  rejectPackedFused(f.pair.second.args);
+  const cusync_gemm::TileConfig c = fusedConvConfig(f.pair.first.args.config);
+  uint32_t* units[] = {&f.units1, &f.units2};
+  int i = 0;
+  for (ConvStagePlan* s : {&f.pair.first, &f.pair.second}) {
+    Conv2dArgs a = s->args;
+    a.config = c;
+    a.splitK = 0;  // the parts of c's tiles, not of the layer's own configuration
+    s->args = resolveLaunch(a, sms, cusync_gemm::LaunchContext::Stage);
+    const cusync_gemm::GemmArgs g = gemmOf(s->args);
+    s->grid = cusync_gemm::stageGrid(g, c);
+    s->tile = cusync_gemm::stageTile(g, c);
+    *units[i++] = cusync_gemm::workUnits(g, c, sms);
+  }
+  f.blocks = std::min<uint32_t>(f.units1 + f.units2, static_cast<uint32_t>(std::max(sms, 1)));
+  for (ConvStagePlan* s : {&f.pair.first, &f.pair.second}) s->blocks = s->ticketBlocks = f.blocks;
+  // One kernel: nothing before it in the pair to wait for beyond stream order.
+  f.pair.first.opts = cusync::NoOptimization;
+  return f;
 }
 
 }  // namespace cusync_conv

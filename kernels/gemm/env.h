@@ -20,6 +20,7 @@ inline constexpr const char* kEnvPrefetchB = "CUSYNC_GEMM_PREFETCH_B";
 inline constexpr const char* kEnvStageStatic = "CUSYNC_GEMM_STAGE_STATIC";
 inline constexpr const char* kEnvWaitMemo = "CUSYNC_GEMM_WAIT_MEMO";
 inline constexpr const char* kEnvWaiterLead = "CUSYNC_GEMM_WAITER_LEAD";
+inline constexpr const char* kEnvSplits = "CUSYNC_GEMM_SPLITS";
 
 inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
@@ -31,6 +32,7 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvStageStatic, "=0: a pipeline's GEMM stages always take their tiles by ticket, never block b tiles b, b + G, ..."},
     {kEnvWaitMemo, "=0: a stage that waits polls every wait, also on semaphores it saw ready earlier in the run"},
     {kEnvWaiterLead, "=n: a stage that waits takes its next tile n k-blocks before the current one's loads end (default 3)"},
+    {kEnvSplits, "=n: 64-row split tiles (64x128-splitk) whose caller leaves splitK at 0 take n parts (1 to 32) instead of the heuristic's 1 or 2"},
     {kEnvPrefetchB, "=1: a gemm() stage that waits on its inputs prefetches its weights into L2 meanwhile (off: slower on H100)"},
 };
 

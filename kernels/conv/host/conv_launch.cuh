@@ -80,4 +80,35 @@ void launchConv(const Conv2dArgs& a, const cusync_gemm::GemmArgs& g, const View&
       std::make_index_sequence<cusync_gemm::kNumTileConfigs>{});
 }
 
+// Launches a fused pair (conv_fused.cuh): both convolutions of configuration
+// g0.config (== g1.config) in one persistent kernel, the first with bias +
+// ReLU, the second with any of the convolution's epilogues.
+template <class V0, class V1>
+void launchConvFused(const Conv2dArgs& a0, const cusync_gemm::GemmArgs& g0, const V0& v0, gd::StageWorkspace& ws0,
+                     const Conv2dArgs& a1, const cusync_gemm::GemmArgs& g1, const V1& v1, gd::StageWorkspace& ws1,
+                     const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
+  gd::forTableRow(
+      g0.config,
+      [&](auto row) {
+        using Shape = gd::KernelShapeOf<decltype(row)::value>;
+        if constexpr (!kBuiltForConv<Shape> || Shape::kResidentKBlocks > 0 ||
+                      (Shape::kSchedule != cusync_gemm::Schedule::WholeTiles &&
+                       Shape::kSchedule != cusync_gemm::Schedule::SplitK)) {
+          throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
+                              std::string("tile configuration ") + cusync_gemm::toString(g0.config) +
+                                  " cannot run a fused pair: it runs whole tiles or 64-row split tiles, the filter "
+                                  "through the ring");
+        } else {
+          gd::dispatchEpilogueFn<Shape>(gd::Epilogues<cusync_gemm::Epilogue::Relu>{}, g0, [&](auto e0) {
+            gd::dispatchEpilogueFn<Shape>(ConvEpilogues{}, g1, [&](auto e1) {
+              gd::launchFusedStageKernel<Shape, bf16, 0, decltype(e0)::value, decltype(e1)::value, Im2colA>(
+                  buildConvStageParams<Shape>(a0, g0, v0, ws0, blocks, true),
+                  buildConvStageParams<Shape>(a1, g1, v1, ws1, blocks, true), f, blocks, base);
+            });
+          });
+        }
+      },
+      std::make_index_sequence<cusync_gemm::kNumTileConfigs>{});
+}
+
 }  // namespace cusync_conv::detail

@@ -111,8 +111,13 @@ void runPair(const PairCase& c) {
     ASSERT_EQ(bad, 0u);
     for (size_t i = ny2; i < ny2 + guard; ++i) ASSERT_EQ(want[i], 0xFFFFu) << "guard written";
   }
-  for (ChainVariant v : {ChainVariant::Pdl, ChainVariant::TileSync}) {
+  // The fused pair's one A loader cannot walk packed filter taps (C = 8).
+  const bool packed = c.l1.C == 8 || c.l2.C == 8;
+  if (packed) EXPECT_THROW(ConvPair(c.N, c.H, c.W, c.l1, c.l2, ChainVariant::Fused), cusync::Error);
+  for (ChainVariant v : {ChainVariant::Pdl, ChainVariant::TileSync, ChainVariant::Fused}) {
     for (cusync::LaunchMode mode : {cusync::LaunchMode::Pdl, cusync::LaunchMode::Serial}) {
+      // A fused pair is one kernel: the launch mode does not apply.
+      if (v == ChainVariant::Fused && (packed || mode == cusync::LaunchMode::Serial)) continue;
       SCOPED_TRACE(std::string(cusync_conv::toString(v)) + (mode == cusync::LaunchMode::Serial ? "@serial" : ""));
       ConvPair p(c.N, c.H, c.W, c.l1, c.l2, v, mode);
       // Runs back to back (the stages' run numbers advance), each checked.
@@ -159,6 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PairCase{1, 7, 7, {512, 512, 3, 1, 1, ConvEpilogue::BiasRelu}, {512, 512, 3, 1, 1, ConvEpilogue::BiasRelu}},
                       PairCase{4, 28, 28, {128, 128, 3, 1, 1, ConvEpilogue::BiasRelu}, {128, 256, 1, 0, 1, ConvEpilogue::Bias}},
                       PairCase{1, 1, 1, k3x3_64, k3x3_64},
+                      // Several waves of tiles per layer (fused: blocks run units of both layers).
+                      PairCase{16, 28, 28, {128, 128, 3, 1, 1, ConvEpilogue::BiasRelu}, {128, 128, 3, 1, 1, ConvEpilogue::BiasRelu}},
                       // VGG's first pair: 8 input channels (filter taps packed) into 64.
                       PairCase{2, 30, 30, {8, 64, 3, 1, 1, ConvEpilogue::BiasRelu}, k3x3_64}),
     [](const ::testing::TestParamInfo<PairCase>& i) { return "pair" + std::to_string(i.index); });
@@ -178,7 +185,7 @@ TEST(ConvChainArgs, PackedFilterTapsCannotWait) {
   // A second layer of 8 channels packs its filter taps, so it cannot wait
   // tile by tile; without synchronization the pair runs.
   const ConvLayer to8{64, 8, 3, 1, 1, ConvEpilogue::BiasRelu}, from8{8, 64, 3, 1, 1, ConvEpilogue::BiasRelu};
-  for (ChainVariant v : {ChainVariant::Pdl, ChainVariant::TileSync}) {
+  for (ChainVariant v : {ChainVariant::Pdl, ChainVariant::TileSync, ChainVariant::Fused}) {
     try {
       ConvPair p(1, 14, 14, to8, from8, v);
       ADD_FAILURE() << "a waiting layer with 8 input channels was accepted (" << toString(v) << ")";

@@ -15,12 +15,16 @@
 #include "cusync/emu/device.h"
 #include "cusync/emu/emulator.h"
 #include "cusync/emu/emulator_impl.h"
+#include "cusync/emu/fused.h"
 #include "cusync/emu/pipeline.h"
+#include "cusync/fused.h"
 #include "cusync/memory.h"
 #include "cusync/stage.h"
 #include "cusync/tile_order.h"
 #include "kernels/conv/chain_plan.h"
 #include "kernels/conv/model_pairs.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/schedule/split_units.h"
 
 using namespace cusync;
 using namespace cusync_conv;
@@ -74,6 +78,61 @@ void runPlan(const ConvPairPlan& plan, const P& edge, int sms, LaunchMode mode, 
   EXPECT_EQ(rep.blocksRun, uint64_t(runs) * (plan.first.ticketBlocks + plan.second.ticketBlocks) + gates);
 }
 
+// The fused variant's plan (planConvFused): one persistent grid takes the
+// first layer's units, then the second's, from the schedule's counter, each
+// decoded as the kernel decodes it (split parts included); the first layer's
+// finishing parts post, the second's parts wait at every k-block of their
+// range.
+void runFusedPlan(const ConvFusedPlan& f, int sms, uint32_t runs = 2) {
+  const ConvPairPlan& plan = f.pair;
+  cusync::Stage<policy::NoSync, policy::Conv2DTileSync, HostMemory> prod("conv1", plan.first.grid, plan.first.tile, {},
+                                                                           plan.edge, plan.first.opts | NoAtomicAdd);
+  cusync::Stage<policy::Conv2DTileSync, policy::NoSync, HostMemory> cons("conv2", plan.second.grid, plan.second.tile,
+                                                                           plan.edge, {}, plan.second.opts);
+  prod.setOrder(RowMajorOrder{});
+  cons.setOrder(RowMajorOrder{});
+  pair(prod, cons);
+  FusedSchedule<HostMemory> sched("conv-fused", {f.units1, f.units2}, prod, cons);
+  const auto v1 = prod.view();
+  const auto v2 = cons.view();
+  struct Split {
+    uint32_t unsplit, splits, units, kIters;
+  };
+  auto splitOf = [&](const ConvStagePlan& s, uint32_t units) {
+    const cusync_gemm::GemmArgs g = gemmOf(s.args);
+    return Split{cusync_gemm::unsplitTiles(g, g.config, sms), cusync_gemm::splitCount(g, g.config, sms), units,
+                 static_cast<uint32_t>(g.K / 64)};
+  };
+  const Split s1 = splitOf(plan.first, f.units1), s2 = splitOf(plan.second, f.units2);
+  const Conv2dArgs& c = plan.second.args;
+  const int64_t cBlocks = (c.C + 63) / 64;
+  auto column = [&](int64_t kb) {  // Im2colA::kColumn
+    const int64_t rs = kb / cBlocks;
+    return static_cast<uint32_t>(rs * c.C + (kb - rs * cBlocks) * 64);
+  };
+  const uint32_t bm = plan.second.tile.y;
+  emu::Emulator emu({static_cast<uint32_t>(sms), 1});
+  const uint32_t stream = emu.createStream();
+  for (uint32_t r = 0; r < runs; ++r)
+    emu::launchFused(emu, stream, sched, f.blocks, [&](const FusedUnit& u, emu::Block&) {
+      const Split& sp = u.stage == 0 ? s1 : s2;
+      const cusync_gemm::detail::SplitUnit part = cusync_gemm::detail::splitUnitAt(u.unit, sp.unsplit, sp.splits, sp.units);
+      FusedUnit tile = u;
+      tile.unit = part.pos;
+      if (u.stage == 0) {
+        if (part.split + 1 == part.parts) emu::post(v1, fusedTileWork(v1, tile));  // the finishing part posts
+        return;
+      }
+      const TileWork w = fusedTileWork(v2, tile);
+      int32_t kb0 = 0, kb1 = 0;
+      cusync_gemm::detail::splitKBlocks(part.split, part.parts, sp.kIters, kb0, kb1);
+      for (int32_t kb = kb0; kb < kb1; ++kb) emu::wait(v2, w, Read{column(kb), w.tile.y * bm, 0, column(kb0)});
+    });
+  const emu::Report rep = emu.run(60s);
+  ASSERT_TRUE(rep.ok) << rep.message;
+  EXPECT_EQ(rep.blocksRun, uint64_t(runs) * f.blocks);
+}
+
 void everyPair(const std::vector<ModelPair>& pairs, int sms) {
   for (const ModelPair& mp : pairs)
     for (int64_t batch : {1, 4, 8, 16, 32}) {  // the benchmark's sweep
@@ -84,6 +143,12 @@ void everyPair(const std::vector<ModelPair>& pairs, int sms) {
                    std::to_string(plan.second.grid.x) + "x" + std::to_string(plan.second.grid.y));
       runPlan(plan, plan.edge, sms, LaunchMode::Pdl);
       runPlan(plan, policy::WholeSync{}, sms, LaunchMode::Pdl, 1);
+      if (mp.first.C != 8) {  // a packed first layer runs unfused
+        const ConvFusedPlan f = planConvFused(batch, mp.H, mp.H, mp.first, mp.second, sms);
+        SCOPED_TRACE("fused on " + std::string(cusync_gemm::toString(f.pair.first.args.config)) + ", units " +
+                     std::to_string(f.units1) + " + " + std::to_string(f.units2) + ", blocks " + std::to_string(f.blocks));
+        runFusedPlan(f, sms);
+      }
       if (::testing::Test::HasFailure()) return;
     }
 }
@@ -109,6 +174,41 @@ TEST(ConvPairEmulator, StreamsMode) {
   const ModelPair mp = resnetPairs()[0];
   const ConvPairPlan plan = planConvPair(4, mp.H, mp.H, mp.first, mp.second, 132);
   runPlan(plan, plan.edge, 132, LaunchMode::Streams);
+}
+
+TEST(ConvFusedPlan, BothLayersRunOneFusableConfiguration) {
+  for (const ModelPair& mp : resnetPairs())
+    for (int64_t batch : {1, 8, 32}) {
+      const ConvPairPlan p = planConvPair(batch, mp.H, mp.H, mp.first, mp.second, 132);
+      const ConvFusedPlan f = planConvFused(batch, mp.H, mp.H, mp.first, mp.second, 132);
+      SCOPED_TRACE(mp.name + " batch " + std::to_string(batch));
+      EXPECT_EQ(f.pair.first.args.config, f.pair.second.args.config);
+      EXPECT_EQ(f.pair.first.args.config, fusedConvConfig(p.first.args.config));
+      EXPECT_EQ(cusync_gemm::residentKBlocksOf(f.pair.first.args.config), 0);
+      EXPECT_EQ(f.blocks, std::min<uint32_t>(132, f.units1 + f.units2));
+      EXPECT_GE(f.units1, f.pair.first.grid.x * f.pair.first.grid.y);
+    }
+  // ResNet's 56 x 56 x 64 layers keep their filter resident alone; fused, they run 128x64.
+  const ModelPair mp = resnetPairs()[0];
+  ASSERT_EQ(planConvPair(8, mp.H, mp.H, mp.first, mp.second, 132).first.args.config,
+            cusync_gemm::TileConfig::T128x64Resident);
+  EXPECT_EQ(planConvFused(8, mp.H, mp.H, mp.first, mp.second, 132).pair.first.args.config,
+            cusync_gemm::TileConfig::T128x64);
+}
+
+TEST(ConvFusedPlan, RefusesWhatItsKernelDoesNotBuild) {
+  const ConvLayer relu{64, 64, 3, 1, 1, ConvEpilogue::BiasRelu};
+  auto refused = [](const ConvLayer& a, const ConvLayer& b, const char* why) {
+    try {
+      planConvFused(1, 14, 14, a, b, 132);
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused({64, 64, 3, 1, 1, ConvEpilogue::Bias}, relu, "bias + ReLU");
+  refused({8, 64, 3, 1, 1, ConvEpilogue::BiasRelu}, relu, "C = 8");
+  refused({64, 8, 3, 1, 1, ConvEpilogue::BiasRelu}, {8, 64, 3, 1, 1, ConvEpilogue::BiasRelu}, "C = 8");
 }
 
 TEST(ConvPairPlan, MismatchedChannelsAreRefused) {

@@ -93,9 +93,7 @@ void checkArgs(const GemmArgs& a) {
     bad("kCutGroups = " + std::to_string(a.kCutGroups) + ": need 0 (heuristic) or a positive count");
   if (a.config != TileConfig::Auto && findTileConfig(a.config) == nullptr)
     bad("tile configuration " + std::to_string(static_cast<int>(a.config)) + " is not implemented in this build");
-  if (!runsAsGemm(a.config))
-    bad(std::string("tile configuration ") + toString(a.config) +
-        " keeps a convolution's filter resident: conv2d runs it, gemm does not");
+  if (!runsAsGemm(a.config)) bad(detail::notAGemmConfiguration(a.config));
   if (a.epilogue == Epilogue::SwiGLU && a.config != TileConfig::Auto && !supportsSwiGLU(a.config))
     bad(std::string("tile configuration ") + toString(a.config) +
         " cannot run SwiGLU: its tiles split gate/up column pairs (use a width that is a multiple of 16)");
@@ -113,6 +111,11 @@ int envInt(const char* name) {
 }
 
 namespace detail {
+
+std::string notAGemmConfiguration(TileConfig c) {
+  return std::string("tile configuration ") + toString(c) +
+         " keeps a convolution's filter resident: conv2d runs it, gemm does not";
+}
 
 void throwCuda(cudaError_t e, const char* what) {
   throw cusync::Error(cusync::ErrorCode::CudaError, "gemm", std::string(what) + ": " + cudaGetErrorString(e));

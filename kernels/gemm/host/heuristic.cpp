@@ -305,6 +305,8 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
 // So: two parts there when each keeps at least 16 k-blocks, else one.
 uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs) {
   if (M < 1 || N < 1 || K < 1 || numSMs < 1) bad("chooseSplits: M, N, K and the SM count must be positive");
+  static const int forced = envInt(kEnvSplits);
+  if (forced > 0) return static_cast<uint32_t>(std::min<int64_t>({forced, kSplitMax, kBlocks(K)}));
   const int64_t tiles = cdiv(M, 64) * cdiv(N, 128);
   return (kBlocks(K) >= 32 && 3 * tiles <= numSMs) ? 2u : 1u;
 }

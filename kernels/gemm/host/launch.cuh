@@ -183,24 +183,35 @@ inline void applyWaiterChoice(KernelFlags& f) {
   f.ticketLead = c.ticketLead;
 }
 
-// Launches a fused kernel of two stages with one tile shape.
+// Launches a fused kernel of two stages with one tile shape, their
+// parameters built (buildStageParams, or a convolution's), A through ALoader.
+template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class ALoader, class V0, class V1>
+void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, V1>& sp1,
+                            const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
+  using KP = KernelParams<T, V0, V1>;
+  static_assert((Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK) &&
+                    Shape::kResidentKBlocks == 0,
+                "fused stages run whole tiles or 64-row split tiles, their weights through the ring");
+  constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
+  KP kp{};
+  kp.s0 = sp0;
+  kp.s1 = sp1;
+  kp.fused = f;
+  kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
+  applyWaiterChoice(kp.flags);
+  auto* k = gemmKernel<Shape, T, TB, E0, E1, KP, ALoader>;
+  static std::atomic<uint64_t> prepared{0};
+  launchPrepared(k, smem, prepared, blocks, base, &kp);
+}
+
+// The fused GEMM kernel of two stages (A by TMA tiles).
 template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class V0, class V1>
 void launchFusedKernel(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1, const V1& v1,
                        StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
                        const cudaLaunchConfig_t& base) {
-  using KP = KernelParams<T, V0, V1>;
-  static_assert(Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK,
-                "fused stages run whole tiles or 64-row split tiles");
-  constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
-  KP kp{};
-  kp.s0 = buildStageParams<Shape, T, TB>(a0, v0, ws0, blocks, true);
-  kp.s1 = buildStageParams<Shape, T, TB>(a1, v1, ws1, blocks, true);
-  kp.fused = f;
-  kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
-  applyWaiterChoice(kp.flags);
-  auto* k = gemmKernel<Shape, T, TB, E0, E1, KP>;
-  static std::atomic<uint64_t> prepared{0};
-  launchPrepared(k, smem, prepared, blocks, base, &kp);
+  launchFusedStageKernel<Shape, T, TB, E0, E1, TmaTileA>(buildStageParams<Shape, T, TB>(a0, v0, ws0, blocks, true),
+                                                         buildStageParams<Shape, T, TB>(a1, v1, ws1, blocks, true), f,
+                                                         blocks, base);
 }
 
 // The epilogues a translation unit builds kernels for.
@@ -252,9 +263,7 @@ void launchFamily(const GemmArgs& a, const View& v, StageWorkspace& ws, uint32_t
       [&](auto row) {
         using Shape = KernelShapeOf<decltype(row)::value>;
         if constexpr (Shape::kResidentKBlocks > 0) {
-          throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
-                              std::string("tile configuration ") + toString(a.config) +
-                                  " keeps a convolution's filter resident: conv2d runs it, gemm does not");
+          throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm", notAGemmConfiguration(a.config));
         } else if constexpr (Shape::kSchedule == Schedule::KCut && !kNoSyncView<View>) {
           throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                               std::string("tile configuration ") + toString(a.config) +

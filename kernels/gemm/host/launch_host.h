@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 
 #include "cusync/workspace.h"
 #include "kernels/gemm/gemm.h"
@@ -57,6 +58,10 @@ struct WaiterChoice {
 WaiterChoice waiterChoice();
 
 [[noreturn]] void throwCuda(cudaError_t e, const char* what);
+// Why gemm() refuses configuration c, which keeps a convolution's filter
+// resident (checkArgs, and the launch of a stage whose configuration is
+// resolved past it).
+std::string notAGemmConfiguration(TileConfig c);
 
 // What a stage keeps for its launches between runs: cusync::Stage::workspace().
 using StageWorkspace = cusync::Workspace<cusync::DeviceMemory>;

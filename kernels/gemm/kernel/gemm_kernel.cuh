@@ -210,7 +210,6 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
       uint32_t readyCached = 0;  // the waiter's count as the loader last read it
-      bool residentLoaded = false;  // resident weights: issued (at the block's first unit)
       for (uint32_t i = 0;; ++i) {
         const Unit u = kWaits ? queue.pop(i) : sched.next();
         const cusync::TileWork& work = u.w;
@@ -236,10 +235,9 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           }
           const int kbTicket = u.ticketPoint(kp.flags.ticketLead);
           if constexpr (Storage::kResidentB) {
-            // The tile's k-blocks of B, once per block: every unit shares
-            // them (one column tile, whole tiles; the host checks).
-            if (!residentLoaded) {
-              residentLoaded = true;
+            // The tile's k-blocks of B, once per block, at its first unit:
+            // every unit shares them (one column tile, whole tiles; the host checks).
+            if (i == 0) {
               const int kIters = static_cast<int>((sp.K + kBK - 1) / kBK);
               cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                    cuda::ptx::space_shared, ss.residentFull(),

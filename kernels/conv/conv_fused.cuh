@@ -1,0 +1,67 @@
+// Two convolutions as one fused kernel (cusync/fused.h): include this from a
+// CUDA translation unit built for sm_90a.
+//
+//   ConvFusedPlan p = planConvFused(N, H, W, first, second, sms);   // chain_plan.h
+//   cusync::Stage<NoSync, Conv2DTileSync> s1("conv1", p.pair.first.grid, p.pair.first.tile, {}, p.pair.edge);
+//   cusync::Stage<Conv2DTileSync, NoSync> s2("conv2", p.pair.second.grid, p.pair.second.tile, p.pair.edge, {});
+//   cusync::pair(s1, s2);
+//   cusync::FusedSchedule<> sched("conv-fused", {p.units1, p.units2}, s1, s2);
+//   conv2dFused(c1, s1, c2, s2, sched, stream);   // cI: p.pair's args with the run's pointers
+//
+// One persistent grid takes the first layer's units, then the second's, from
+// the schedule's counter; a second-layer tile waits through its stage's input
+// policy for the first-layer tiles it reads, so it starts in the first
+// layer's last wave with its filter loads already issued. Both layers run one
+// configuration (a.config, resolved: planConvFused's), the first with bias +
+// ReLU; neither may pack its filter taps (C = 8).
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "cusync/fused.h"
+#include "kernels/conv/chain_plan.h"
+#include "kernels/conv/conv.h"
+#include "kernels/conv/host/conv_launch.cuh"
+#include "kernels/gemm/gemm_staged.cuh"
+
+namespace cusync_conv {
+
+template <class St0, class St1>
+void conv2dFused(const Conv2dArgs& first, const St0& stage0, const Conv2dArgs& second, const St1& stage1,
+                 const cusync::FusedSchedule<>& schedule, cudaStream_t stream) {
+  namespace gd = cusync_gemm::detail;
+  checkArgs(first);
+  checkArgs(second);
+  rejectPackedFused(first);
+  rejectPackedFused(second);
+  if (first.config == cusync_gemm::TileConfig::Auto || first.config != second.config)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, schedule.name(),
+                        std::string("a fused pair runs both layers on one resolved configuration; got ") +
+                            cusync_gemm::toString(first.config) + " and " + cusync_gemm::toString(second.config));
+  const gd::DeviceInfo& d = gd::requireHopper();
+  const Conv2dArgs a0 = resolveLaunch(first, d.sms, cusync_gemm::LaunchContext::Stage);
+  const Conv2dArgs a1 = resolveLaunch(second, d.sms, cusync_gemm::LaunchContext::Stage);
+  const cusync_gemm::GemmArgs g0 = gemmOf(a0), g1 = gemmOf(a1);
+  auto checkStage = [&](const cusync_gemm::GemmArgs& g, const auto& st, uint32_t index) {
+    if (st.shape().grid != cusync_gemm::stageGrid(g, g.config) || st.shape().tile != cusync_gemm::stageTile(g, g.config))
+      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
+                          std::string("stage grid/tile do not match convolution configuration ") +
+                              cusync_gemm::toString(g.config));
+    const uint32_t units = cusync_gemm::workUnits(g, g.config, d.sms);
+    if (schedule.units(index) != units)
+      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
+                          "the fused schedule counts " + std::to_string(schedule.units(index)) + " units where " +
+                              cusync_gemm::toString(g.config) + " makes " + std::to_string(units));
+  };
+  checkStage(g0, stage0, 0);
+  checkStage(g1, stage1, 1);
+  const uint32_t blocks = std::min<uint32_t>(schedule.units(0) + schedule.units(1), static_cast<uint32_t>(d.sms));
+  cudaLaunchConfig_t base = {};
+  base.stream = stream;
+  const cusync::FusedScheduleView f = schedule.view(blocks);
+  detail::launchConvFused(a0, g0, stage0.view(), stage0.workspace(), a1, g1, stage1.view(), stage1.workspace(), f,
+                          blocks, base);
+}
+
+}  // namespace cusync_conv
