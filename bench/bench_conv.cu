@@ -491,14 +491,18 @@ int benchConv(const ConvBenchOptions& o) {
           std::printf("%-6s %-12s %5lld", model.c_str(), p.name.c_str(), (long long)batch);
           const PairRow* best = nullptr;
           double cudnnMs = NAN, nosyncMs = NAN;
-          for (const ConvVariant* v : variants)
+          for (const ConvVariant* v : variants) {
+            bool ran = false;  // a variant that does not apply to the pair has no row
             for (const PairRow& r : rows)
               if (r.model == model && r.pair == p.name && r.batch == batch && r.variant == v->name) {
+                ran = true;
                 std::printf(" %10.4f", r.ms);
                 if (r.ok && r.cusync && (!best || r.ms < best->ms)) best = &r;
                 if (r.ok && r.variant == "cudnn") cudnnMs = r.ms;
                 if (r.ok && r.variant == "nosync") nosyncMs = r.ms;
               }
+            if (!ran) std::printf(" %10s", "n/a");
+          }
           if (best) {
             std::printf(" %14s %7.3f %5.2f", best->variant.c_str(), best->speedup, best->eff);
             if (std::isfinite(best->speedup)) speedups.push_back(best->speedup);
