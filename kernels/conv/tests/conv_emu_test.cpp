@@ -15,7 +15,6 @@
 #include "cusync/emu/device.h"
 #include "cusync/emu/emulator.h"
 #include "cusync/emu/emulator_impl.h"
-#include "cusync/emu/fused.h"
 #include "cusync/emu/pipeline.h"
 #include "cusync/fused.h"
 #include "cusync/memory.h"
@@ -23,8 +22,7 @@
 #include "cusync/tile_order.h"
 #include "kernels/conv/chain_plan.h"
 #include "kernels/conv/model_pairs.h"
-#include "kernels/gemm/gemm.h"
-#include "kernels/gemm/schedule/split_units.h"
+#include "kernels/testing/emulated_fused_pair.h"
 
 using namespace cusync;
 using namespace cusync_conv;
@@ -95,39 +93,22 @@ void runFusedPlan(const ConvFusedPlan& f, int sms, uint32_t runs = 2) {
   FusedSchedule<HostMemory> sched("conv-fused", {f.units1, f.units2}, prod, cons);
   const auto v1 = prod.view();
   const auto v2 = cons.view();
-  struct Split {
-    uint32_t unsplit, splits, units, kIters;
-  };
-  auto splitOf = [&](const ConvStagePlan& s, uint32_t units) {
-    const cusync_gemm::GemmArgs g = gemmOf(s.args);
-    return Split{cusync_gemm::unsplitTiles(g, g.config, sms), cusync_gemm::splitCount(g, g.config, sms), units,
-                 static_cast<uint32_t>(g.K / 64)};
-  };
-  const Split s1 = splitOf(plan.first, f.units1), s2 = splitOf(plan.second, f.units2);
+  const cusync_testing::FusedStageUnits s1 = cusync_testing::fusedStageUnits(gemmOf(plan.first.args), sms, f.units1);
+  const cusync_testing::FusedStageUnits s2 = cusync_testing::fusedStageUnits(gemmOf(plan.second.args), sms, f.units2);
   const Conv2dArgs& c = plan.second.args;
   const int64_t cBlocks = (c.C + 63) / 64;
-  auto column = [&](int64_t kb) {  // Im2colA::kColumn
+  auto column = [cBlocks, C = c.C](int64_t kb) {  // Im2colA::kColumn
     const int64_t rs = kb / cBlocks;
-    return static_cast<uint32_t>(rs * c.C + (kb - rs * cBlocks) * 64);
+    return static_cast<uint32_t>(rs * C + (kb - rs * cBlocks) * 64);
   };
   const uint32_t bm = plan.second.tile.y;
   emu::Emulator emu({static_cast<uint32_t>(sms), 1});
   const uint32_t stream = emu.createStream();
   for (uint32_t r = 0; r < runs; ++r)
-    emu::launchFused(emu, stream, sched, f.blocks, [&](const FusedUnit& u, emu::Block&) {
-      const Split& sp = u.stage == 0 ? s1 : s2;
-      const cusync_gemm::detail::SplitUnit part = cusync_gemm::detail::splitUnitAt(u.unit, sp.unsplit, sp.splits, sp.units);
-      FusedUnit tile = u;
-      tile.unit = part.pos;
-      if (u.stage == 0) {
-        if (part.split + 1 == part.parts) emu::post(v1, fusedTileWork(v1, tile));  // the finishing part posts
-        return;
-      }
-      const TileWork w = fusedTileWork(v2, tile);
-      int32_t kb0 = 0, kb1 = 0;
-      cusync_gemm::detail::splitKBlocks(part.split, part.parts, sp.kIters, kb0, kb1);
-      for (int32_t kb = kb0; kb < kb1; ++kb) emu::wait(v2, w, Read{column(kb), w.tile.y * bm, 0, column(kb0)});
-    });
+    cusync_testing::launchFusedPair(emu, stream, sched, f.blocks, v1, v2, s1, s2,
+                                    [v2, column, bm](const TileWork& w, int32_t kb, int32_t kb0) {
+                                      emu::wait(v2, w, Read{column(kb), w.tile.y * bm, 0, column(kb0)});
+                                    });
   const emu::Report rep = emu.run(60s);
   ASSERT_TRUE(rep.ok) << rep.message;
   EXPECT_EQ(rep.blocksRun, uint64_t(runs) * f.blocks);

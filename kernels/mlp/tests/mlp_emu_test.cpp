@@ -18,6 +18,7 @@
 #include "cusync/memory.h"
 #include "kernels/gemm/schedule/split_units.h"
 #include "kernels/mlp/mlp_plan.h"
+#include "kernels/testing/emulated_fused_pair.h"
 
 #include <random>
 
@@ -107,33 +108,16 @@ void runFused(Model model, int64_t M, int sms, uint32_t runs = 2) {
   FusedSchedule<HostMemory> sched("mlp-fused", {plan.g1.units, plan.g2.units}, st.prod, st.cons);
   const auto v1 = st.prod.view();
   const auto v2 = st.cons.view();
-  struct Split {
-    uint32_t unsplit, splits, units, kIters;
-  };
-  auto splitOf = [&](const GemmPlan& g) {
-    return Split{cusync_gemm::unsplitTiles(g.args, g.args.config, sms), cusync_gemm::splitCount(g.args, g.args.config, sms),
-                 g.units, static_cast<uint32_t>((g.args.K + 63) / 64)};
-  };
-  const Split s1 = splitOf(plan.g1), s2 = splitOf(plan.g2);
+  const cusync_testing::FusedStageUnits s1 = cusync_testing::fusedStageUnits(plan.g1.args, sms, plan.g1.units);
+  const cusync_testing::FusedStageUnits s2 = cusync_testing::fusedStageUnits(plan.g2.args, sms, plan.g2.units);
   const uint32_t bk = plan.g2.tile.z, bm = plan.g2.tile.y;
   emu::Emulator emu({static_cast<uint32_t>(sms), 1});
   const uint32_t stream = emu.createStream();
   for (uint32_t r = 0; r < runs; ++r)
-    emu::launchFused(emu, stream, sched, plan.g1.blocks, [&](const FusedUnit& u, emu::Block&) {
-      const Split& sp = u.stage == 0 ? s1 : s2;
-      const cusync_gemm::detail::SplitUnit part = cusync_gemm::detail::splitUnitAt(u.unit, sp.unsplit, sp.splits, sp.units);
-      FusedUnit tile = u;
-      tile.unit = part.pos;
-      if (u.stage == 0) {
-        if (part.split + 1 == part.parts) emu::post(v1, fusedTileWork(v1, tile));  // the finishing part posts
-        return;
-      }
-      const TileWork w = fusedTileWork(v2, tile);
-      int32_t kb0 = 0, kb1 = 0;
-      cusync_gemm::detail::splitKBlocks(part.split, part.parts, sp.kIters, kb0, kb1);
-      for (int32_t kb = kb0; kb < kb1; ++kb)
-        emu::wait(v2, w, Read{uint32_t(kb) * bk, w.tile.y * bm, 0, uint32_t(kb0) * bk});
-    });
+    cusync_testing::launchFusedPair(emu, stream, sched, plan.g1.blocks, v1, v2, s1, s2,
+                                    [v2, bk, bm](const TileWork& w, int32_t kb, int32_t kb0) {
+                                      emu::wait(v2, w, Read{uint32_t(kb) * bk, w.tile.y * bm, 0, uint32_t(kb0) * bk});
+                                    });
   const emu::Report rep = emu.run(120s);
   ASSERT_TRUE(rep.ok) << rep.message;
   EXPECT_EQ(rep.blocksRun, uint64_t(runs) * plan.g1.blocks);
