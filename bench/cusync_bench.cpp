@@ -174,9 +174,9 @@ void addConv(CLI::App& app, ConvBenchOptions& o) {
               "time every variant and layer as replayed CUDA graphs (one per operand copy, each holding one run)\n"
               "instead of back-to-back launches");
   c->add_option("--trace-dir", o.traceDir,
-                "after timing, run our pair variants (nosync, pdl, tilesync) 4 times back to back, traced, and write\n"
-                "them tile by tile (both layers: start, waits, MMA, end, SMs; ns from the first run's first layer-1\n"
-                "tile) to DIR/MODEL-PAIR-bBATCH-VARIANT.csv")
+                "after timing, run our pair variants (nosync, pdl, tilesync, fused) 4 times back to back, traced,\n"
+                "and write them tile by tile (both layers: start, waits, MMA, end, SMs; ns from the first run's first\n"
+                "layer-1 tile) to DIR/MODEL-PAIR-bBATCH-VARIANT.csv")
       ->check(CLI::ExistingDirectory)
       ->type_name("DIR");
   c->footer("Variants:\n" + convBenchVariantHelp() +
