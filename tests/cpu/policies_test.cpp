@@ -496,10 +496,10 @@ TEST(Policies, WaitValuesMatchPostsPerRun) {
 // A policy that declares kWaitsAtWalkStartOnly promises that only the walk's
 // first step waits and that a step at the walk's first column waits on that
 // same span whatever else changes: a waiter evaluates the first step alone.
-template <class P>
-void checkWaitsAtWalkStartOnly(const P& pol) {
+template <class P, class Shapes>
+void checkWaitsAtWalkStartOnly(const P& pol, const Shapes& shapes) {
   static_assert(policy::waitsAtWalkStartOnly<P>);
-  for (const auto& s : gemmShapes())
+  for (const auto& s : shapes)
     for (uint32_t walkStart : {0u, s.cons.tile.z, 2 * s.cons.tile.z})
       for (uint32_t z = 0; z < s.cons.grid.z; ++z)
         for (uint32_t y = 0; y < s.cons.grid.y; ++y) {
@@ -516,11 +516,18 @@ void checkWaitsAtWalkStartOnly(const P& pol) {
 }
 
 TEST(Policies, RowPoliciesWaitAtTheWalksFirstStepOnly) {
-  checkWaitsAtWalkStartOnly(policy::RowSync{});
-  checkWaitsAtWalkStartOnly(policy::BatchedRowSync{2});
-  checkWaitsAtWalkStartOnly(policy::WholeSync{});
+  checkWaitsAtWalkStartOnly(policy::RowSync{}, gemmShapes());
+  checkWaitsAtWalkStartOnly(policy::BatchedRowSync{2}, gemmShapes());
+  checkWaitsAtWalkStartOnly(policy::WholeSync{}, gemmShapes());
   static_assert(!policy::waitsAtWalkStartOnly<policy::TileSync>, "TileSync waits at every new producer column");
-  static_assert(!policy::waitsAtWalkStartOnly<policy::Conv2DTileSync>);
+}
+
+// Conv2DTileSync waits once per walk, for every channel tile of its rows.
+TEST(Policies, Conv2DTileSyncWaitsAtTheWalksFirstStepOnly) {
+  for (const ConvCase& c : convCases()) {
+    SCOPED_TRACE(describe(c));
+    checkWaitsAtWalkStartOnly(convPolicy(c), std::vector<ConvStages>{convStages(c)});
+  }
 }
 
 TEST(Geometry, SpanPositionsAndEverySemaphoreAgree) {

@@ -8,14 +8,22 @@
 // (n, ho*strideH + r - padH, wo*strideW + s - padW); pixels outside the image
 // are zero padding and read nothing.
 //
-// One semaphore per producer tile. The consumer waits while it walks the first
-// filter position (r = s = 0): for each new channel tile, on every producer
-// row tile from the input pixel its first output pixel reads at (0, 0) to the
-// one its last output pixel reads at (R-1, S-1), both taken before clipping
-// to the image (inputPixel). Later filter positions read the same channel
-// tiles within those pixels and need no wait. A walk that starts anywhere but
-// k = 0 (split K) waits for all channel tiles at its first step, since it
-// reads channels below its start at later filter positions.
+// One semaphore per producer tile. The consumer waits once, at its walk's
+// first step, for every producer tile it will read: every channel tile, on
+// every producer row tile from the input pixel its first output pixel reads
+// at (0, 0) to the one its last output pixel reads at (R-1, S-1), both taken
+// before clipping to the image (inputPixel). Its later steps read within
+// those tiles and need no wait, wherever the walk starts (split K).
+//
+// Why all channels at once rather than each channel tile where the walk
+// first meets it: a producer finishes the channel tiles of a row band
+// together (they are neighbours in its tile order), so waiting for them one
+// by one gains nothing, and a waiter that resolves a walk ahead of its loads
+// then evaluates and polls one span per walk instead of one per step (the
+// GEMM kernel's waiter took several fenced rounds per tile the other way,
+// and a conv layer's k-loop under it ran up to 1.9x longer; docs/conv.md).
+// cusyncgen's policy derived from specs/conv2d_chain.cusync waits channel
+// tile by channel tile; this one waits for the same tiles, all at the start.
 //
 // Why those bounds hold every pixel read: at a fixed filter position the
 // unclipped input pixel never decreases from one output pixel to the next
@@ -36,6 +44,7 @@ namespace cusync::policy {
 struct Conv2DTileSync {
   static constexpr const char* kName = "Conv2DTileSync";
   static constexpr bool kSingleWriter = true;
+  static constexpr bool kWaitsAtWalkStartOnly = true;  // see policy/walk.h
 
   uint32_t R = 3, S = 3;      // filter size
   uint32_t C = 1;             // input channels (= producer output columns)
@@ -78,14 +87,8 @@ struct Conv2DTileSync {
   CUSYNC_HD uint32_t postValue(const Dim3&, const StageShape&) const { return 1; }
   CUSYNC_HD uint32_t waitValue(uint32_t, const StageShape&) const { return 1; }
   CUSYNC_HD SemSpan waitSpan(const Read& r, const StageShape& cons, const StageShape& prod) const {
-    TileRange cols;
-    if (r.col == r.walkStart && r.walkStart > 0) {
-      cols = tilesCovering(0, C, prod.tile.x, prod.grid.x);
-    } else if (r.col < C) {
-      cols = walk::newColumns(r, cons.tile.z, prod);
-    }
-    if (cols.empty()) return SemSpan{};
-    return walk::tileBox(cols, rowsRead(r.row, cons, prod), r.batch, prod);
+    if (r.col != r.walkStart) return SemSpan{};
+    return walk::tileBox(tilesCovering(0, C, prod.tile.x, prod.grid.x), rowsRead(r.row, cons, prod), r.batch, prod);
   }
   CUSYNC_HD bool isSync(const Read& r, const StageShape& cons, const StageShape& prod) const {
     return !waitSpan(r, cons, prod).empty();
