@@ -113,7 +113,8 @@ inline void rejectPackedFused(const Conv2dArgs& a) {
 }
 
 // The fused variant's plan: the pair's plan with both layers on one
-// configuration (fusedConvConfig of the first's), each layer's work units
+// configuration (of the two layers' own, in the form a fused kernel runs,
+// the one the time model prices lower for both together), each layer's work units
 // (its tiles, or their split parts) and the grid's blocks, as many as the
 // units up to one per SM. Every stage's blocks and ticket blocks are the
 // grid's.
@@ -133,7 +134,12 @@ inline ConvFusedPlan planConvFused(int64_t N, int64_t H, int64_t W, const ConvLa
   f.pair = planConvPair(N, H, W, first, second, sms);
   rejectPackedFused(f.pair.first.args);
   rejectPackedFused(f.pair.second.args);
-  const cusync_gemm::TileConfig c = fusedConvConfig(f.pair.first.args.config);
+  cusync_gemm::TileConfig c = fusedConvConfig(f.pair.first.args.config);
+  const cusync_gemm::TileConfig other = fusedConvConfig(f.pair.second.args.config);
+  auto pairUs = [&](cusync_gemm::TileConfig t) {
+    return convModelUs(f.pair.first.args, t, sms) + convModelUs(f.pair.second.args, t, sms);
+  };
+  if (other != c && pairUs(other) < pairUs(c)) c = other;
   uint32_t* units[] = {&f.units1, &f.units2};
   int i = 0;
   for (ConvStagePlan* s : {&f.pair.first, &f.pair.second}) {

@@ -108,6 +108,10 @@ inline constexpr cusync_gemm::EnvSwitch kEnvSwitches[] = {
     {kEnvConvSplitParts, "=n: a 64x128 split tile takes at most n parts (1 to 32; default 8)"},
 };
 cusync_gemm::TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext where);
+// The time model's estimate, in microseconds, for a's layer in configuration
+// c (one the convolution builds, not a tail split): what convConfig
+// compares; its absolute value is a fit, only its order counts.
+double convModelUs(const Conv2dArgs& a, cusync_gemm::TileConfig c, int numSMs);
 // Parts per split tile for a's configuration (a.splitK when set): as many as
 // the SMs hold, at least 4 k-blocks each, at most 8 (64x128) or 4
 // (128x256). A layer with few output pixels and a long reduction (ResNet's

@@ -163,6 +163,27 @@ int64_t splitPartsMax() {
 }
 }  // namespace
 
+double convModelUs(const Conv2dArgs& a, TileConfig c, int numSMs) {
+  if (!convBuilds(c) || cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::TailSplit)
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv2d",
+                        std::string("the time model does not price tile configuration ") + cusync_gemm::toString(c));
+  const GemmArgs g = gemmOf(a);
+  const int64_t kBlocks = g.K / 64;
+  const int64_t sms = std::max(numSMs, 1);
+  const cusync_gemm::TileShape t = cusync_gemm::tileShape(c);
+  const int64_t tiles = (g.M + t.bm - 1) / t.bm * ((g.N + t.bn - 1) / t.bn);
+  auto wavesOf = [&](int64_t units) { return static_cast<double>((units + sms - 1) / sms); };
+  if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::SplitK) {
+    const int64_t parts = partsFor(tiles, kBlocks, numSMs, splitPartsMax());
+    return wavesOf(tiles * parts) * (static_cast<double>((kBlocks + parts - 1) / parts) * kSplitUsPerKBlock +
+                                     kSplitUsPerUnit + (parts > 1 ? kSplitFixupUs : 0.0));
+  }
+  const ConvUnitCost* cost = c == kResidentCost.config ? &kResidentCost : nullptr;
+  for (const ConvUnitCost& w : kWholeTileCosts)
+    if (w.config == c) cost = &w;
+  return wavesOf(tiles) * (static_cast<double>(kBlocks) * cost->usPerKBlock + cost->usPerUnit);
+}
+
 TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContext) {
   if (a.config != TileConfig::Auto) return a.config;
   // For A/B runs on one binary: every Auto layer takes the named configuration
@@ -176,26 +197,16 @@ TileConfig convConfig(const Conv2dArgs& a, int numSMs, cusync_gemm::LaunchContex
     if (cusync_gemm::residentKBlocksOf(t) > 0 && !filterFitsResident(a)) return TileConfig::T128x64;
     return t;
   }
-  const GemmArgs g = gemmOf(a);
-  const int64_t kBlocks = g.K / 64;
-  const int64_t sms = std::max(numSMs, 1);
-  auto tilesOf = [&](int64_t bm, int64_t bn) { return (g.M + bm - 1) / bm * ((g.N + bn - 1) / bn); };
-  auto wavesOf = [&](int64_t units) { return static_cast<double>((units + sms - 1) / sms); };
   TileConfig best = TileConfig::Auto;
   double bestCost = 0;
-  auto consider = [&](const ConvUnitCost& c) {
-    const cusync_gemm::TileShape t = cusync_gemm::tileShape(c.config);
-    const double cost = wavesOf(tilesOf(t.bm, t.bn)) * (static_cast<double>(kBlocks) * c.usPerKBlock + c.usPerUnit);
-    if (best == TileConfig::Auto || cost < bestCost) best = c.config, bestCost = cost;
+  auto consider = [&](TileConfig c) {
+    const double cost = convModelUs(a, c, numSMs);
+    if (best == TileConfig::Auto || cost < bestCost) best = c, bestCost = cost;
   };
-  for (const ConvUnitCost& c : kWholeTileCosts) consider(c);
-  if (filterFitsResident(a)) consider(kResidentCost);
-  const int64_t splitTiles = tilesOf(64, 128);
-  const int64_t parts = partsFor(splitTiles, kBlocks, numSMs, splitPartsMax());
-  const double splitCost = wavesOf(splitTiles * parts) * (static_cast<double>((kBlocks + parts - 1) / parts) *
-                                                               kSplitUsPerKBlock +
-                                                           kSplitUsPerUnit + (parts > 1 ? kSplitFixupUs : 0.0));
-  return splitCost < bestCost ? TileConfig::T64x128SplitK : best;
+  for (const ConvUnitCost& c : kWholeTileCosts) consider(c.config);
+  if (filterFitsResident(a)) consider(kResidentCost.config);
+  // Split tiles only where they are strictly faster.
+  return convModelUs(a, TileConfig::T64x128SplitK, numSMs) < bestCost ? TileConfig::T64x128SplitK : best;
 }
 
 int convSplits(const Conv2dArgs& a, int numSMs) {
