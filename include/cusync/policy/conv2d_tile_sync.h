@@ -18,12 +18,11 @@
 // Why all channels at once rather than each channel tile where the walk
 // first meets it: a producer finishes the channel tiles of a row band
 // together (they are neighbours in its tile order), so waiting for them one
-// by one gains nothing, and a waiter that resolves a walk ahead of its loads
-// then evaluates and polls one span per walk instead of one per step (the
-// GEMM kernel's waiter took several fenced rounds per tile the other way,
-// and a conv layer's k-loop under it ran up to 1.9x longer; docs/conv.md).
-// cusyncgen's policy derived from specs/conv2d_chain.cusync waits channel
-// tile by channel tile; this one waits for the same tiles, all at the start.
+// by one gains nothing measurable (docs/conv.md), and a waiter that resolves
+// a walk ahead of its loads evaluates and polls one span per walk instead of
+// one per step. cusyncgen's policy derived from specs/conv2d_chain.cusync
+// waits channel tile by channel tile; this one waits for the same tiles, all
+// at the start.
 //
 // Why those bounds hold every pixel read: at a fixed filter position the
 // unclipped input pixel never decreases from one output pixel to the next
