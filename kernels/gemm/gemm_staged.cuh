@@ -123,9 +123,13 @@ void launchAsStage(const GemmArgs& a, const StageT& stage, cusync::Pipeline& pip
   // producer's output in L2 for the consumer.
   flags.bEvictFirst = !envSwitchOff(kEnvEvictFirst);
   if (stage.isConsumer()) applyWaiterChoice(flags);
+  // CUSYNC_GEMM_STAGE_STATIC=2 (A/B runs) gives every Serial or Pdl stage
+  // static tiles: still deadlock-free there, since in both modes every
+  // producer block has started before a consumer block does.
+  static const bool allStatic = envInt(kEnvStageStatic) == 2;
   flags.staticRuns = !envSwitchOff(kEnvStageStatic) &&
                      (mode == cusync::LaunchMode::Serial ||
-                      (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait)));
+                      (mode == cusync::LaunchMode::Pdl && (!stage.isConsumer() || kWholeWait || allStatic)));
   pipe.launchWith(stage, shape, [&](const cudaLaunchConfig_t& cfg, const typename StageT::View& view) {
     launch(cfg, view, stage.workspace(), blocks, flags);
     return cudaSuccess;  // launch errors are thrown
