@@ -121,47 +121,31 @@ CUSYNC_HD SemSpan waitSpanOf(const V& v, const Read& r, uint32_t input = 0) {
 // Semaphores are polled in batches of kPollBatch relaxed loads in flight at
 // once, then one acquire fence where all of them reached their targets: one
 // acquire load per semaphore made a satisfied span a chain of L2 round trips
-// (~0.7 us each on the H100). A wait polls the whole batch again until all
-// of it is reached, for the same reason: waited for one by one, the
-// semaphores a producer posts together still cost one round trip each once
-// the first is reached (a conv consumer tile's six took 1-2.4 us after its
-// producer's last post on the H100, against 0.1 us for one semaphore).
+// (~0.7 us each on the H100).
 constexpr uint32_t kPollBatch = 8;
-constexpr uint32_t kAllReached = ~0u;
-
-// The position of the first semaphore at positions [first, first +
-// kPollBatch) of span (those it has) short of its target in run w.run, with
-// the value seen in *seen, or kAllReached; from relaxed loads. No fence: a
-// caller that acts on kAllReached runs B::fenceAcquire() first.
-template <class B, class Link>
-CUSYNC_HD uint32_t firstShort(const Link& link, const TileWork& w, const SemSpan& span, uint32_t first,
-                              uint32_t* seen) {
-  const uint32_t count = span.count();
-  uint32_t values[kPollBatch] = {};
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (uint32_t i = 0; i < kPollBatch; ++i)
-    if (first + i < count) values[i] = B::loadRelaxed(link.sems + span.at(first + i));
-  uint32_t shortAt = kAllReached;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (uint32_t i = 0; i < kPollBatch; ++i)
-    if (first + i < count && shortAt == kAllReached &&
-        !reached(values[i], w.run * link.policy.waitValue(span.at(first + i), link.prod))) {
-      shortAt = first + i;
-      *seen = values[i];
-    }
-  return shortAt;
-}
 
 // Whether the semaphores at positions [first, first + kPollBatch) of span
-// reached their targets (firstShort finds none short).
+// (those it has) reached their targets in run w.run, from relaxed loads. No
+// fence: a caller that acts on `true` runs B::fenceAcquire() first.
 template <class B, class Link>
 CUSYNC_HD bool batchReached(const Link& link, const TileWork& w, const SemSpan& span, uint32_t first) {
-  uint32_t seen = 0;
-  return firstShort<B>(link, w, span, first, &seen) == kAllReached;
+  const uint32_t count = span.count();
+  uint32_t seen[kPollBatch] = {};
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t i = 0; i < kPollBatch; ++i)
+    if (first + i < count) seen[i] = B::loadRelaxed(link.sems + span.at(first + i));
+  bool all = true;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t i = 0; i < kPollBatch; ++i)
+    if (first + i < count) {
+      const uint32_t s = span.at(first + i);
+      all = all && reached(seen[i], w.run * link.policy.waitValue(s, link.prod));
+    }
+  return all;
 }
 
 // Whether every semaphore of `span` reached its target, polled once with
@@ -179,10 +163,9 @@ CUSYNC_HD bool spanReached(const V& v, const TileWork& w, const SemSpan& span, u
   return true;
 }
 
-// One thread waits for every semaphore of `span` (from waitSpanOf), batch by
-// batch: it polls a batch until all of it reached its targets (the backend's
-// back-off and bound on the first short semaphore), then pays one acquire
-// fence.
+// One thread waits for every semaphore of `span` (from waitSpanOf): a batch
+// whose semaphores all reached their targets costs one acquire fence; one
+// with a semaphore short of its target waits semaphore by semaphore.
 template <class B, class V>
 CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uint32_t input = 0,
                          Reader reader = Reader::Generic) {
@@ -195,20 +178,14 @@ CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uin
     info.input = input;
     const uint32_t count = span.count();
     for (uint32_t base = 0; base < count; base += kPollBatch) {
-      uint32_t seen = 0;
-      uint32_t at = firstShort<B>(link, w, span, base, &seen);
-      if (at != kAllReached) {
-        for (unsigned long long spins = 1; at != kAllReached; ++spins) {
-          info.sem = span.at(at);
-          info.addr = link.sems + info.sem;
-          info.expected = w.run * link.policy.waitValue(info.sem, link.prod);
-          info.seen = seen;
-          B::onSpin(info, spins);
-          at = firstShort<B>(link, w, span, base, &seen);
-        }
-        B::onSpinDone();
+      if (batchReached<B>(link, w, span, base)) {
+        B::fenceAcquire();
+        continue;
       }
-      B::fenceAcquire();
+      for (uint32_t i = base; i < count && i < base + kPollBatch; ++i) {
+        info.sem = span.at(i);
+        spinUntil<B>(link.sems + info.sem, w.run * link.policy.waitValue(info.sem, link.prod), info);
+      }
     }
     if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
   }
