@@ -19,10 +19,10 @@
 // The variants but Fused run every layer with its conv2d configuration for
 // a stage (convConfig); Fused runs both layers on one of the two (the
 // kernel has one tile shape): the one the time model prices lower for the
-// pair, a resident filter, which serves one layer, taken as 128x64. The synchronized variants take their tiles in row-major
-// order (the first conv finishes its pixel rows in order, the second reads
-// them in that order). Every variant can be captured in a CUDA graph once
-// constructed.
+// pair, a resident filter, which serves one layer, taken as 128x64. The
+// synchronized variants take their tiles in row-major order (the first conv
+// finishes its pixel rows in order, the second reads them in that order).
+// Every variant can be captured in a CUDA graph once constructed.
 #pragma once
 
 #include <cstdint>

@@ -93,9 +93,10 @@ inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLaye
   return p;
 }
 
-// The configuration both layers of a fused pair run: the first layer's, in
-// a form a fused kernel runs (whole tiles or 64-row split tiles, the filter
-// through the ring: a resident filter serves one layer's units only).
+// Configuration c in the form a fused pair's kernel runs: whole tiles or
+// 64-row split tiles, the filter through the ring (a resident filter serves
+// one layer's units only, so 128x64-resident becomes 128x64; a tail split
+// becomes its whole tiles).
 inline cusync_gemm::TileConfig fusedConvConfig(cusync_gemm::TileConfig c) {
   if (cusync_gemm::residentKBlocksOf(c) > 0) return cusync_gemm::TileConfig::T128x64;
   if (cusync_gemm::scheduleOf(c) == cusync_gemm::Schedule::TailSplit) return cusync_gemm::TileConfig::T128x256;
@@ -113,11 +114,10 @@ inline void rejectPackedFused(const Conv2dArgs& a) {
 }
 
 // The fused variant's plan: the pair's plan with both layers on one
-// configuration (of the two layers' own, in the form a fused kernel runs,
-// the one the time model prices lower for both together), each layer's work units
-// (its tiles, or their split parts) and the grid's blocks, as many as the
-// units up to one per SM. Every stage's blocks and ticket blocks are the
-// grid's.
+// configuration (of the two layers' own, in their fused form, the one the
+// time model prices lower for both together), each layer's work units (its
+// tiles, or their split parts) and the grid's blocks, as many as the units
+// up to one per SM. Every stage's blocks and ticket blocks are the grid's.
 struct ConvFusedPlan {
   ConvPairPlan pair;
   uint32_t units1 = 0, units2 = 0;

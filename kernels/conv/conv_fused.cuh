@@ -44,7 +44,8 @@ void conv2dFused(const Conv2dArgs& first, const St0& stage0, const Conv2dArgs& s
   const Conv2dArgs a1 = resolveLaunch(second, d.sms, cusync_gemm::LaunchContext::Stage);
   const cusync_gemm::GemmArgs g0 = gemmOf(a0), g1 = gemmOf(a1);
   auto checkStage = [&](const cusync_gemm::GemmArgs& g, const auto& st, uint32_t index) {
-    if (st.shape().grid != cusync_gemm::stageGrid(g, g.config) || st.shape().tile != cusync_gemm::stageTile(g, g.config))
+    if (st.shape().grid != cusync_gemm::stageGrid(g, g.config) ||
+        st.shape().tile != cusync_gemm::stageTile(g, g.config))
       throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
                           std::string("stage grid/tile do not match convolution configuration ") +
                               cusync_gemm::toString(g.config));

@@ -32,12 +32,13 @@ inline FusedStageUnits fusedStageUnits(const cusync_gemm::GemmArgs& g, int sms, 
 // One launch of `blocks` blocks on `stream`; waitAt(w, kb, kb0) waits, for
 // second-stage tile work w, at k-block kb of a part that starts at kb0.
 template <class V1, class V2, class WaitAt>
-void launchFusedPair(cusync::emu::Emulator& emu, uint32_t stream, const cusync::FusedSchedule<cusync::HostMemory>& sched,
-                     uint32_t blocks, const V1& v1, const V2& v2, const FusedStageUnits& s1, const FusedStageUnits& s2,
-                     WaitAt waitAt) {
+void launchFusedPair(cusync::emu::Emulator& emu, uint32_t stream,
+                     const cusync::FusedSchedule<cusync::HostMemory>& sched, uint32_t blocks, const V1& v1,
+                     const V2& v2, const FusedStageUnits& s1, const FusedStageUnits& s2, WaitAt waitAt) {
   cusync::emu::launchFused(emu, stream, sched, blocks, [=](const cusync::FusedUnit& u, cusync::emu::Block&) {
     const FusedStageUnits& sp = u.stage == 0 ? s1 : s2;
-    const cusync_gemm::detail::SplitUnit part = cusync_gemm::detail::splitUnitAt(u.unit, sp.unsplit, sp.splits, sp.units);
+    const cusync_gemm::detail::SplitUnit part =
+        cusync_gemm::detail::splitUnitAt(u.unit, sp.unsplit, sp.splits, sp.units);
     cusync::FusedUnit tile = u;
     tile.unit = part.pos;
     if (u.stage == 0) {
