@@ -8,10 +8,7 @@
 #include <string>
 
 #include "cusync/launch.h"
-#include "cusync/optimizations.h"
 #include "cusync/policies.h"
-#include "cusync/stage.h"
-#include "cusync/tile_order.h"
 #include "kernels/conv/conv_staged.cuh"
 #include "kernels/gemm/host/launch_host.h"
 
@@ -29,30 +26,19 @@ const char* toString(ChainVariant v) {
 
 namespace {
 
-using cusync::policy::NoSync;
-
 // The Stage pair of policy P between the layers, and its pipeline.
 template <class P>
 struct SyncedStagesOf final : detail::PairRunner {
-  cusync::Stage<NoSync, P> prod;
-  cusync::Stage<P, NoSync> cons;
+  ConvStages<P> st;
   cusync::LaunchMode mode;
   std::unique_ptr<cusync::Pipeline> pipe;
   cudaStream_t pipeStream = nullptr;
 
-  SyncedStagesOf(const ConvPairPlan& p, const P& edge, cusync::LaunchMode m)
-      : prod("conv1", p.first.grid, p.first.tile, {}, edge,
-             p.first.opts | (P::kSingleWriter ? cusync::NoAtomicAdd : 0)),
-        cons("conv2", p.second.grid, p.second.tile, edge, {}, p.second.opts),
-        mode(m) {
-    prod.setOrder(cusync::RowMajorOrder{});
-    cons.setOrder(cusync::RowMajorOrder{});
-    cusync::pair(prod, cons);
-  }
+  SyncedStagesOf(const ConvPairPlan& p, const P& edge, cusync::LaunchMode m) : st(p, edge), mode(m) {}
   void run(const Conv2dArgs& a1, const Conv2dArgs& a2, cudaStream_t s) override {
     if (!pipe || pipeStream != s) pipe = std::make_unique<cusync::Pipeline>(mode, s), pipeStream = s;
-    conv2d(a1, prod, *pipe);
-    conv2d(a2, cons, *pipe);
+    conv2d(a1, st.prod, *pipe);
+    conv2d(a2, st.cons, *pipe);
     pipe->finish();
   }
 };

@@ -3,10 +3,7 @@
 #include <memory>
 
 #include "cusync/fused.h"
-#include "cusync/optimizations.h"
 #include "cusync/policies.h"
-#include "cusync/stage.h"
-#include "cusync/tile_order.h"
 #include "kernels/conv/chain_runner.h"
 #include "kernels/conv/conv_fused.cuh"
 
@@ -14,32 +11,17 @@ namespace cusync_conv::detail {
 namespace {
 
 using cusync::policy::Conv2DTileSync;
-using cusync::policy::NoSync;
-
-// The two layers' stages, ordered and paired before the schedule checks them.
-struct FusedStages {
-  cusync::Stage<NoSync, Conv2DTileSync> prod;
-  cusync::Stage<Conv2DTileSync, NoSync> cons;
-  explicit FusedStages(const ConvPairPlan& p)
-      : prod("conv1", p.first.grid, p.first.tile, {}, p.edge,
-             p.first.opts | (Conv2DTileSync::kSingleWriter ? cusync::NoAtomicAdd : 0)),
-        cons("conv2", p.second.grid, p.second.tile, p.edge, {}, p.second.opts) {
-    prod.setOrder(cusync::RowMajorOrder{});
-    cons.setOrder(cusync::RowMajorOrder{});
-    cusync::pair(prod, cons);
-  }
-};
 
 class FusedRunner final : public PairRunner {
  public:
   explicit FusedRunner(const ConvFusedPlan& p)
-      : st_(p.pair), sched_("conv-fused", {p.units1, p.units2}, st_.prod, st_.cons) {}
+      : st_(p.pair, p.pair.edge), sched_("conv-fused", {p.units1, p.units2}, st_.prod, st_.cons) {}
   void run(const Conv2dArgs& a1, const Conv2dArgs& a2, cudaStream_t s) override {
     conv2dFused(a1, st_.prod, a2, st_.cons, sched_, s);
   }
 
  private:
-  FusedStages st_;
+  ConvStages<Conv2DTileSync> st_;
   cusync::FusedSchedule<> sched_;
 };
 

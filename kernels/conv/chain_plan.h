@@ -1,8 +1,9 @@
 // Host-only plan of a conv pair's synchronized variants: each layer's
-// configuration for a stage, grid, tile, persistent blocks and flags, and
-// the Conv2DTileSync edge between them. The GPU library (chain.cu) and the
-// CPU emulator test (tests/conv_emu_test.cpp) build their stages from it, so
-// the emulator checks the very plan the GPU runs; tests/conv_spec_test.cpp
+// configuration for a stage, grid, tile, persistent blocks and flags, the
+// Conv2DTileSync edge between them, and the stages built from it
+// (ConvStages). The GPU library (chain.cu, chain_fused.cu) and the CPU
+// emulator test (tests/conv_emu_test.cpp) build their stages with it, so
+// the emulator checks the very plan and stages the GPU runs; tests/conv_spec_test.cpp
 // checks the specs' stages (specs/resnet38.cusync, specs/vgg19.cusync)
 // against it.
 #pragma once
@@ -12,8 +13,11 @@
 #include <string>
 
 #include "cusync/error.h"
+#include "cusync/memory.h"
 #include "cusync/optimizations.h"
 #include "cusync/policies.h"
+#include "cusync/stage.h"
+#include "cusync/tile_order.h"
 #include "kernels/conv/chain.h"
 #include "kernels/conv/conv.h"
 
@@ -92,6 +96,24 @@ inline ConvPairPlan planConvPair(int64_t N, int64_t H, int64_t W, const ConvLaye
   p.edge.N = static_cast<uint32_t>(N);
   return p;
 }
+
+// A pair's two stages with policy P on the edge, in row-major tile order
+// (the first layer finishes its pixel rows in order, the second reads them
+// in that order), paired; a producer of single-writer semaphores posts by
+// store, not atomic add.
+template <class P, class Memory = cusync::DeviceMemory>
+struct ConvStages {
+  cusync::Stage<cusync::policy::NoSync, P, Memory> prod;
+  cusync::Stage<P, cusync::policy::NoSync, Memory> cons;
+  ConvStages(const ConvPairPlan& p, const P& edge)
+      : prod("conv1", p.first.grid, p.first.tile, {}, edge,
+             p.first.opts | (P::kSingleWriter ? cusync::NoAtomicAdd : 0)),
+        cons("conv2", p.second.grid, p.second.tile, edge, {}, p.second.opts) {
+    prod.setOrder(cusync::RowMajorOrder{});
+    cons.setOrder(cusync::RowMajorOrder{});
+    cusync::pair(prod, cons);
+  }
+};
 
 // Configuration c in the form a fused pair's kernel runs: whole tiles or
 // 64-row split tiles, the filter through the ring (a resident filter serves

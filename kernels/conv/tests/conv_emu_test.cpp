@@ -1,6 +1,7 @@
 // CPU emulator runs of the conv pairs' synchronized plans, exactly as
 // chain.cu builds them (planConvPair: each layer's configuration, grid,
-// tile, ticket blocks, flags and the Conv2DTileSync edge) for every pair of
+// tile, ticket blocks, flags and the Conv2DTileSync edge; ConvStages: the
+// stages, their orders and pairing) for every pair of
 // the benchmark's models and every batch of its sweep (1, 4, 8, 16, 32), on
 // 132, 114 and 78 SM slots and a random count. Tile programs dispense, wait
 // at every k-block of the second layer (with the reduction column the im2col
@@ -32,11 +33,9 @@ namespace {
 
 template <class P>
 void runPlan(const ConvPairPlan& plan, const P& edge, int sms, LaunchMode mode, uint32_t runs = 2) {
-  cusync::Stage<policy::NoSync, P, HostMemory> prod("conv1", plan.first.grid, plan.first.tile, {}, edge, plan.first.opts);
-  cusync::Stage<P, policy::NoSync, HostMemory> cons("conv2", plan.second.grid, plan.second.tile, edge, {}, plan.second.opts);
-  prod.setOrder(RowMajorOrder{});
-  cons.setOrder(RowMajorOrder{});
-  pair(prod, cons);
+  ConvStages<P, HostMemory> st(plan, edge);
+  auto& prod = st.prod;
+  auto& cons = st.cons;
   emu::Emulator emu({static_cast<uint32_t>(sms), 1});
   emu::Pipeline pipe(emu, mode);
   const Conv2dArgs& c = plan.second.args;
@@ -83,16 +82,10 @@ void runPlan(const ConvPairPlan& plan, const P& edge, int sms, LaunchMode mode, 
 // range.
 void runFusedPlan(const ConvFusedPlan& f, int sms, uint32_t runs = 2) {
   const ConvPairPlan& plan = f.pair;
-  cusync::Stage<policy::NoSync, policy::Conv2DTileSync, HostMemory> prod("conv1", plan.first.grid, plan.first.tile, {},
-                                                                           plan.edge, plan.first.opts | NoAtomicAdd);
-  cusync::Stage<policy::Conv2DTileSync, policy::NoSync, HostMemory> cons("conv2", plan.second.grid, plan.second.tile,
-                                                                           plan.edge, {}, plan.second.opts);
-  prod.setOrder(RowMajorOrder{});
-  cons.setOrder(RowMajorOrder{});
-  pair(prod, cons);
-  FusedSchedule<HostMemory> sched("conv-fused", {f.units1, f.units2}, prod, cons);
-  const auto v1 = prod.view();
-  const auto v2 = cons.view();
+  ConvStages<policy::Conv2DTileSync, HostMemory> st(plan, plan.edge);
+  FusedSchedule<HostMemory> sched("conv-fused", {f.units1, f.units2}, st.prod, st.cons);
+  const auto v1 = st.prod.view();
+  const auto v2 = st.cons.view();
   const cusync_testing::FusedStageUnits s1 = cusync_testing::fusedStageUnits(gemmOf(plan.first.args), sms, f.units1);
   const cusync_testing::FusedStageUnits s2 = cusync_testing::fusedStageUnits(gemmOf(plan.second.args), sms, f.units2);
   const Conv2dArgs& c = plan.second.args;
