@@ -43,20 +43,8 @@ void conv2dFused(const Conv2dArgs& first, const St0& stage0, const Conv2dArgs& s
   const Conv2dArgs a0 = resolveLaunch(first, d.sms, cusync_gemm::LaunchContext::Stage);
   const Conv2dArgs a1 = resolveLaunch(second, d.sms, cusync_gemm::LaunchContext::Stage);
   const cusync_gemm::GemmArgs g0 = gemmOf(a0), g1 = gemmOf(a1);
-  auto checkStage = [&](const cusync_gemm::GemmArgs& g, const auto& st, uint32_t index) {
-    if (st.shape().grid != cusync_gemm::stageGrid(g, g.config) ||
-        st.shape().tile != cusync_gemm::stageTile(g, g.config))
-      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
-                          std::string("stage grid/tile do not match convolution configuration ") +
-                              cusync_gemm::toString(g.config));
-    const uint32_t units = cusync_gemm::workUnits(g, g.config, d.sms);
-    if (schedule.units(index) != units)
-      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
-                          "the fused schedule counts " + std::to_string(schedule.units(index)) + " units where " +
-                              cusync_gemm::toString(g.config) + " makes " + std::to_string(units));
-  };
-  checkStage(g0, stage0, 0);
-  checkStage(g1, stage1, 1);
+  gd::checkFusedStage(g0, stage0, schedule, 0, d.sms, "convolution");
+  gd::checkFusedStage(g1, stage1, schedule, 1, d.sms, "convolution");
   const uint32_t blocks = std::min<uint32_t>(schedule.units(0) + schedule.units(1), static_cast<uint32_t>(d.sms));
   cudaLaunchConfig_t base = {};
   base.stream = stream;

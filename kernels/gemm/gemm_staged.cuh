@@ -160,6 +160,25 @@ void gemm(const GemmArgs& args, const StageT& stage, cudaStream_t stream) {
   pipe.finish();
 }
 
+namespace detail {
+// Throws unless `stage` fits position `index` of a fused schedule for the
+// GEMM of `a` (configuration resolved; `kind` names it in the message): its
+// grid and tile, and the schedule's unit count. gemmFused and the
+// convolution's fused pair check their stages with it.
+template <class StageT>
+void checkFusedStage(const GemmArgs& a, const StageT& stage, const cusync::FusedSchedule<>& schedule, uint32_t index,
+                     int sms, const char* kind) {
+  if (stage.shape().grid != stageGrid(a, a.config) || stage.shape().tile != stageTile(a, a.config))
+    throw cusync::Error(cusync::ErrorCode::GridMismatch, stage.name(),
+                        std::string("stage grid/tile do not match ") + kind + " configuration " + toString(a.config));
+  const uint32_t units = workUnits(a, a.config, sms);
+  if (schedule.units(index) != units)
+    throw cusync::Error(cusync::ErrorCode::GridMismatch, stage.name(),
+                        "the fused schedule counts " + std::to_string(schedule.units(index)) + " units where " +
+                            toString(a.config) + " makes " + std::to_string(units));
+}
+}  // namespace detail
+
 // Two GEMM stages as one fused kernel (cusync/fused.h): one persistent grid
 // takes stage0's units, then stage1's, from `schedule`'s counter, so stage1's
 // tiles start in stage0's last wave and its weights stream while it waits.
@@ -176,17 +195,8 @@ void gemmFused(const GemmArgs& args0, const St0& stage0, const GemmArgs& args1, 
   if (detail::familyOf(a0) != detail::familyOf(a1))
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, schedule.name(),
                         "a fused pipeline's stages need one element type and B layout");
-  auto checkStage = [&](const GemmArgs& a, const auto& st, uint32_t index) {
-    if (st.shape().grid != stageGrid(a, a.config) || st.shape().tile != stageTile(a, a.config))
-      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
-                          std::string("stage grid/tile do not match GEMM configuration ") + toString(a.config));
-    if (schedule.units(index) != workUnits(a, a.config, d.sms))
-      throw cusync::Error(cusync::ErrorCode::GridMismatch, st.name(),
-                          "the fused schedule counts " + std::to_string(schedule.units(index)) + " units where " +
-                              toString(a.config) + " makes " + std::to_string(workUnits(a, a.config, d.sms)));
-  };
-  checkStage(a0, stage0, 0);
-  checkStage(a1, stage1, 1);
+  detail::checkFusedStage(a0, stage0, schedule, 0, d.sms, "GEMM");
+  detail::checkFusedStage(a1, stage1, schedule, 1, d.sms, "GEMM");
   const uint32_t units = schedule.units(0) + schedule.units(1);
   const uint32_t blocks = std::min<uint32_t>(units, static_cast<uint32_t>(d.sms));
   cudaLaunchConfig_t base = {};
