@@ -163,11 +163,11 @@ const std::vector<ConvSingle>& convSingles() {
 
 void prepareConvPair(const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t stream) {
 #ifdef CUSYNC_HAVE_CONV
-  for (const ConvVariant& v : convVariants())
-    if (v.cusync && v.built && !(v.notFor && !v.notFor(p).empty()))
-      pairOf(p, env, v.name == "pdl" ? cusync_conv::ChainVariant::Pdl
-                     : v.name == "tilesync" ? cusync_conv::ChainVariant::TileSync
-                                            : cusync_conv::ChainVariant::Fused);
+  // Every pair variant the table runs on p (its row bears the variant's name).
+  for (cusync_conv::ChainVariant c :
+       {cusync_conv::ChainVariant::Pdl, cusync_conv::ChainVariant::TileSync, cusync_conv::ChainVariant::Fused})
+    for (const ConvVariant& v : convVariants())
+      if (v.name == cusync_conv::toString(c) && v.built && !(v.notFor && !v.notFor(p).empty())) pairOf(p, env, c);
 #endif
 #ifdef CUSYNC_HAVE_CUDNN
   if (!env.cudnn) return;
