@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "kernels/conv/chain.h"
+#include "kernels/conv/chain_plan.h"
 #endif
 
 #ifdef CUSYNC_HAVE_CONV
@@ -139,13 +140,11 @@ const std::vector<ConvVariant>& convVariants() {
        "both layers in one persistent kernel on one tile configuration (of the two layers', the cheaper for the "
        "pair), layer 2's tiles waiting as in tilesync",
        [](const ConvPairArgs& p, ConvRunEnv& env, cudaStream_t s) { syncedPair(p, env, s, Chain::Fused); },
-       [](const ConvPairArgs& p) -> std::string {
-         if (p.first.C == 8 || p.second.C == 8)
-           return "a layer with C = 8 packs its filter taps, which the fused kernel's one im2col walk does not";
-         if (p.first.epilogue != cusync_conv::ConvEpilogue::BiasRelu)
-           return "the fused kernel's first layer ends in bias + ReLU";
-         return {};
-       }},
+#ifdef CUSYNC_HAVE_CONV
+       [](const ConvPairArgs& p) { return cusync_conv::fusedPairRefusal(p.first, p.second); }},
+#else
+       nullptr},
+#endif
   };
   return table;
 }

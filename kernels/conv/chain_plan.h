@@ -125,14 +125,17 @@ inline cusync_gemm::TileConfig fusedConvConfig(cusync_gemm::TileConfig c) {
   return c;
 }
 
-// A fused pair's kernel loads both layers' input through one A loader, the
-// plain im2col walk: a layer with packed filter taps (C = 8) cannot be one
-// of its layers.
-inline void rejectPackedFused(const Conv2dArgs& a) {
-  if (packsFilterTaps(a))
-    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
-                        "a layer with C = 8 input channels packs eight filter positions into each k-block, which a "
-                        "fused pair's shared im2col walk does not: run the pair unfused, or pad C to 16");
+// Why a fused pair's kernel does not run layers `first` and `second`, or
+// empty where it does: it builds a first layer with bias + ReLU only, and it
+// loads both layers' input through one A loader, the plain im2col walk, so
+// neither may pack its filter taps (C = 8).
+inline std::string fusedPairRefusal(const Conv2dArgs& first, const Conv2dArgs& second) {
+  if (first.epilogue != ConvEpilogue::BiasRelu)
+    return "a fused pair is built for a first layer with bias + ReLU, not " + std::string(toString(first.epilogue));
+  if (packsFilterTaps(first) || packsFilterTaps(second))
+    return "a layer with C = 8 input channels packs eight filter positions into each k-block, which a fused pair's "
+           "shared im2col walk does not: run the pair unfused, or pad C to 16";
+  return {};
 }
 
 // The fused variant's plan: the pair's plan with both layers on one
@@ -148,14 +151,10 @@ struct ConvFusedPlan {
 
 inline ConvFusedPlan planConvFused(int64_t N, int64_t H, int64_t W, const ConvLayer& first, const ConvLayer& second,
                                    int sms) {
-  if (first.epilogue != ConvEpilogue::BiasRelu)
-    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair",
-                        "a fused pair is built for a first layer with bias + ReLU, not " +
-                            std::string(toString(first.epilogue)));
   ConvFusedPlan f;
   f.pair = planConvPair(N, H, W, first, second, sms);
-  rejectPackedFused(f.pair.first.args);
-  rejectPackedFused(f.pair.second.args);
+  if (const std::string why = fusedPairRefusal(f.pair.first.args, f.pair.second.args); !why.empty())
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, "conv pair", why);
   cusync_gemm::TileConfig c = fusedConvConfig(f.pair.first.args.config);
   const cusync_gemm::TileConfig other = fusedConvConfig(f.pair.second.args.config);
   auto pairUs = [&](cusync_gemm::TileConfig t) {

@@ -33,8 +33,8 @@ void conv2dFused(const Conv2dArgs& first, const St0& stage0, const Conv2dArgs& s
   namespace gd = cusync_gemm::detail;
   checkArgs(first);
   checkArgs(second);
-  rejectPackedFused(first);
-  rejectPackedFused(second);
+  if (const std::string why = fusedPairRefusal(first, second); !why.empty())
+    throw cusync::Error(cusync::ErrorCode::InvalidArgument, schedule.name(), why);
   if (first.config == cusync_gemm::TileConfig::Auto || first.config != second.config)
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, schedule.name(),
                         std::string("a fused pair runs both layers on one resolved configuration; got ") +
