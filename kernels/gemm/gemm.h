@@ -70,8 +70,22 @@ struct TileTrace {
   unsigned long long blockEntry;  // the block that finished the tile started (its first instruction)
   unsigned long long blockExit;   // set in the block's last tile only: the block is about to exit
   unsigned int peerSm;            // a cluster pair's tile: SM of the second block plus one (0: no second block)
-  unsigned int reserved;
+  // The low 32 bits of the time the block's waiter had resolved the tile's
+  // cusync waits (its k = 0 unit; 0: no waiter, or not such a unit), the
+  // high bits those of `start` (readyAt() puts them together).
+  unsigned int readyLow32;
 };
+
+// The time of TileTrace::readyLow32 in full, from `start` (the same block's
+// loader took the tile within a few microseconds of it); 0 where it is unset.
+inline unsigned long long readyAt(const TileTrace& t) {
+  if (t.readyLow32 == 0 || t.start == 0) return 0;
+  long long r = static_cast<long long>((t.start & ~0xffffffffull) | t.readyLow32);
+  const long long s = static_cast<long long>(t.start);
+  if (r - s > (1ll << 31)) r -= 1ll << 32;
+  if (s - r > (1ll << 31)) r += 1ll << 32;
+  return static_cast<unsigned long long>(r);
+}
 
 struct GemmArgs {
   int64_t M = 0, N = 0, K = 0;

@@ -194,6 +194,8 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           if (!u.w.valid) break;
           withStage(kp, u.stage, [&](auto, const auto& sp) {
             queue.resolveUnit<ALoader, kRowsPerTile>(sp, u, resolved, kp.flags.waitMemo);
+            if (tracing && taker && rank == 0 && u.kb0 == 0)
+              sp.trace[u.w.index].readyLow32 = static_cast<unsigned int>(globalTimer()) | 1u;
           });
           if (taker) {
             queue.awaitTicketPoint(i);
