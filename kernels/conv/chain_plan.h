@@ -175,8 +175,10 @@ inline ConvFusedPlan planConvFused(int64_t N, int64_t H, int64_t W, const ConvLa
   }
   f.blocks = std::min<uint32_t>(f.units1 + f.units2, static_cast<uint32_t>(std::max(sms, 1)));
   for (ConvStagePlan* s : {&f.pair.first, &f.pair.second}) s->blocks = s->ticketBlocks = f.blocks;
-  // One kernel: nothing before it in the pair to wait for beyond stream order.
-  f.pair.first.opts = cusync::NoOptimization;
+  // One kernel, a programmatic dependent of the kernel before the pair (the
+  // previous layer or run), as a Pdl pair's first layer is: its blocks are
+  // placed and set up during that kernel's tail.
+  f.pair.first.opts = cusync::WaitsForPriorGrid;
   return f;
 }
 

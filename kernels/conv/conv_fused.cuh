@@ -2,7 +2,8 @@
 // CUDA translation unit built for sm_90a.
 //
 //   ConvFusedPlan p = planConvFused(N, H, W, first, second, sms);   // chain_plan.h
-//   cusync::Stage<NoSync, Conv2DTileSync> s1("conv1", p.pair.first.grid, p.pair.first.tile, {}, p.pair.edge);
+//   cusync::Stage<NoSync, Conv2DTileSync> s1("conv1", p.pair.first.grid, p.pair.first.tile, {}, p.pair.edge,
+//                                             p.pair.first.opts);
 //   cusync::Stage<Conv2DTileSync, NoSync> s2("conv2", p.pair.second.grid, p.pair.second.tile, p.pair.edge, {});
 //   cusync::pair(s1, s2);
 //   cusync::FusedSchedule<> sched("conv-fused", {p.units1, p.units2}, s1, s2);
@@ -13,7 +14,9 @@
 // policy for the first-layer tiles it reads, so it starts in the first
 // layer's last wave with its filter loads already issued. Both layers run one
 // configuration (a.config, resolved: planConvFused's), the first with bias +
-// ReLU; neither may pack its filter taps (C = 8).
+// ReLU; neither may pack its filter taps (C = 8). Where the first stage is
+// flagged WaitsForPriorGrid (planConvFused's plan is), the kernel is a
+// programmatic dependent of the kernel before it in the stream.
 #pragma once
 
 #include <algorithm>
@@ -46,11 +49,10 @@ void conv2dFused(const Conv2dArgs& first, const St0& stage0, const Conv2dArgs& s
   gd::checkFusedStage(g0, stage0, schedule, 0, d.sms, "convolution");
   gd::checkFusedStage(g1, stage1, schedule, 1, d.sms, "convolution");
   const uint32_t blocks = std::min<uint32_t>(schedule.units(0) + schedule.units(1), static_cast<uint32_t>(d.sms));
-  cudaLaunchConfig_t base = {};
-  base.stream = stream;
+  const gd::FusedLaunchConfig launch(stream, stage0.opts());
   const cusync::FusedScheduleView f = schedule.view(blocks);
   detail::launchConvFused(a0, g0, stage0.view(), stage0.workspace(), a1, g1, stage1.view(), stage1.workspace(), f,
-                          blocks, base);
+                          blocks, launch.base());
 }
 
 }  // namespace cusync_conv

@@ -21,6 +21,7 @@ inline constexpr const char* kEnvStageStatic = "CUSYNC_GEMM_STAGE_STATIC";
 inline constexpr const char* kEnvWaitMemo = "CUSYNC_GEMM_WAIT_MEMO";
 inline constexpr const char* kEnvWaiterLead = "CUSYNC_GEMM_WAITER_LEAD";
 inline constexpr const char* kEnvSplits = "CUSYNC_GEMM_SPLITS";
+inline constexpr const char* kEnvFusedPdl = "CUSYNC_GEMM_FUSED_PDL";
 
 inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
@@ -34,6 +35,8 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvWaitMemo, "=0: a stage that waits polls every wait, also on semaphores it saw ready earlier in the run"},
     {kEnvWaiterLead, "=n: a stage that waits takes its next tile n k-blocks before the current one's loads end (default 3)"},
     {kEnvSplits, "=n: 64-row split tiles (64x128-splitk) whose caller leaves splitK at 0 take n parts (1 to 32) instead of the heuristic's 1 or 2"},
+    {kEnvFusedPdl, "=0: a fused kernel (gemmFused, conv2dFused) whose first stage waits for prior grids launches in "
+                   "plain stream order, not as their programmatic dependent"},
     {kEnvPrefetchB, "=1: a gemm() stage that waits on its inputs prefetches its weights into L2 meanwhile (off: slower on H100)"},
 };
 

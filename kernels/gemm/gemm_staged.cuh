@@ -161,6 +161,33 @@ void gemm(const GemmArgs& args, const StageT& stage, cudaStream_t stream) {
 }
 
 namespace detail {
+// The launch configuration of a fused kernel on `stream`: where the
+// schedule's first stage waits for the grids before it (WaitsForPriorGrid),
+// a programmatic dependent of them, so that its blocks are placed and set up
+// during that kernel's tail, as a Pdl pipeline's first stage is (the kernel
+// then waits for them before it touches global memory: launchesProgrammatic).
+// CUSYNC_GEMM_FUSED_PDL=0 launches it in plain stream order, for A/B runs.
+class FusedLaunchConfig {
+ public:
+  FusedLaunchConfig(cudaStream_t stream, int firstStageOpts) {
+    static const bool allowed = !envSwitchOff(kEnvFusedPdl);
+    cfg_.stream = stream;
+    if (allowed && (firstStageOpts & cusync::WaitsForPriorGrid) != 0) {
+      attr_.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr_.val.programmaticStreamSerializationAllowed = 1;
+      cfg_.attrs = &attr_;
+      cfg_.numAttrs = 1;
+    }
+  }
+  FusedLaunchConfig(const FusedLaunchConfig&) = delete;
+  FusedLaunchConfig& operator=(const FusedLaunchConfig&) = delete;
+  const cudaLaunchConfig_t& base() const { return cfg_; }
+
+ private:
+  cudaLaunchAttribute attr_{};
+  cudaLaunchConfig_t cfg_{};
+};
+
 // Throws unless `stage` fits position `index` of a fused schedule for the
 // GEMM of `a` (configuration resolved; `kind` names it in the message): its
 // grid and tile, and the schedule's unit count. gemmFused and the
@@ -183,7 +210,9 @@ void checkFusedStage(const GemmArgs& a, const StageT& stage, const cusync::Fused
 // takes stage0's units, then stage1's, from `schedule`'s counter, so stage1's
 // tiles start in stage0's last wave and its weights stream while it waits.
 // Both run resolveFusedConfig(args0, args1, SMs); build the schedule with
-// workUnits(argsI, that config, SMs) units per stage, in this order.
+// workUnits(argsI, that config, SMs) units per stage, in this order. With
+// stage0 flagged WaitsForPriorGrid the kernel is a programmatic dependent of
+// the kernel before it in the stream (FusedLaunchConfig).
 template <class Fams = AllFamilies, class Epis0 = AllEpilogues, class Epis1 = AllEpilogues, class St0, class St1>
 void gemmFused(const GemmArgs& args0, const St0& stage0, const GemmArgs& args1, const St1& stage1,
                const cusync::FusedSchedule<>& schedule, cudaStream_t stream) {
@@ -199,13 +228,12 @@ void gemmFused(const GemmArgs& args0, const St0& stage0, const GemmArgs& args1, 
   detail::checkFusedStage(a1, stage1, schedule, 1, d.sms, "GEMM");
   const uint32_t units = schedule.units(0) + schedule.units(1);
   const uint32_t blocks = std::min<uint32_t>(units, static_cast<uint32_t>(d.sms));
-  cudaLaunchConfig_t base = {};
-  base.stream = stream;
+  const detail::FusedLaunchConfig launch(stream, stage0.opts());
   const cusync::FusedScheduleView f = schedule.view(blocks);
   const auto v0 = stage0.view();
   const auto v1 = stage1.view();
-  detail::launchFused<Epis0, Epis1>(Fams{}, a0, v0, stage0.workspace(), a1, v1, stage1.workspace(), f, blocks, base,
-                                    schedule.name());
+  detail::launchFused<Epis0, Epis1>(Fams{}, a0, v0, stage0.workspace(), a1, v1, stage1.workspace(), f, blocks,
+                                    launch.base(), schedule.name());
 }
 
 }  // namespace cusync_gemm

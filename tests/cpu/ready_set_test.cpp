@@ -1,7 +1,9 @@
 // ReadySet and protocol::awaitSpanOnce: a waiter that saw a span satisfied in
 // a run waits on it again for free, and only there (same run, same
 // semaphores); a new run, another row or another producer is polled. And
-// protocol::spanReached: one poll of relaxed loads, no fence, no spinning.
+// protocol::spanReached: one poll of relaxed loads, no fence, no spinning;
+// protocol::awaitSpan: a wait ends only once every semaphore of its span
+// reached its target.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -25,16 +27,19 @@ SemSpan spanOf(uint32_t first, uint32_t n) {
 // The host backend, counting the loads and fences a wait costs. A failed poll
 // plays the producer: it posts the missing run, so a wait that polls ends.
 struct CountingBackend : emu::HostBackend {
-  static inline int loads = 0, fences = 0, spins = 0;
+  static inline int loads = 0, acquireLoads = 0, fences = 0, spins = 0;
   static inline uint32_t* postOnSpin = nullptr;
   static inline uint32_t postValue = 0;
-  static void reset() { loads = fences = spins = 0; }
+  // Or, where set, the producer's posts at the n-th spin (1, 2, ...).
+  static inline void (*producerAtSpin)(int n) = nullptr;
+  static void reset() { loads = acquireLoads = fences = spins = 0; }
   static uint32_t loadRelaxed(const uint32_t* p) {
     ++loads;
     return emu::HostBackend::loadRelaxed(p);
   }
   static uint32_t loadAcquire(const uint32_t* p) {
     ++loads;
+    ++acquireLoads;
     return emu::HostBackend::loadAcquire(p);
   }
   static void fenceAcquire() { ++fences; }
@@ -43,6 +48,7 @@ struct CountingBackend : emu::HostBackend {
     ++spins;
     ASSERT_LT(spins, 1000) << "a wait that never ends: semaphore " << info.sem;
     if (postOnSpin != nullptr) *postOnSpin = postValue;
+    if (producerAtSpin != nullptr) producerAtSpin(spins);
   }
   static void onSpinDone() {}
 };
@@ -177,4 +183,35 @@ TEST(SpanReached, PollsOnceWithoutFencesAndNeverSpins) {
   EXPECT_LE(CountingBackend::loads, 8) << "the first batch already fails";
   for (uint32_t r = 0; r < 10; ++r) sems[r] = 8;
   EXPECT_TRUE(reached(spanOf(0, 10)));
+}
+
+namespace {
+uint32_t* gRows = nullptr;  // the producer's semaphores of the AwaitSpan tests
+}  // namespace
+
+// Posted one at a time, last to first: the wait ends only once every
+// semaphore reached its target, spinning on whichever is short.
+TEST(AwaitSpan, WaitsForEverySemaphorePostedOneByOne) {
+  RowBands bands(10);  // two batches: 8 and 2
+  const auto v = bands.cons.view();
+  gRows = bands.prod.semaphores();
+  TileWork w;
+  w.run = 1;
+  w.valid = true;
+  CountingBackend::reset();
+  CountingBackend::producerAtSpin = [](int n) {
+    if (n <= 10) gRows[10 - n] = 4;
+  };
+  protocol::awaitSpan<CountingBackend>(v, w, spanOf(0, 10), 0, Reader::AsyncProxy);
+  CountingBackend::producerAtSpin = nullptr;
+  for (int r = 0; r < 10; ++r) EXPECT_EQ(gRows[r], 4u) << "the wait ended before row " << r << " was posted";
+  EXPECT_EQ(CountingBackend::spins, 10) << "it spun until the last post (row 0)";
+  EXPECT_EQ(CountingBackend::fences, 2) << "the reached second batch's acquire fence, then the proxy fence";
+  // A span already reached: one batch of relaxed loads per 8 and a fence each, no spin.
+  CountingBackend::reset();
+  protocol::awaitSpan<CountingBackend>(v, w, spanOf(0, 10), 0, Reader::Generic);
+  EXPECT_EQ(CountingBackend::spins, 0);
+  EXPECT_EQ(CountingBackend::acquireLoads, 0);
+  EXPECT_EQ(CountingBackend::loads, 10);
+  EXPECT_EQ(CountingBackend::fences, 2);
 }

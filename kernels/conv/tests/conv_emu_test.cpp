@@ -168,6 +168,9 @@ TEST(ConvFusedPlan, BothLayersRunOneFusableConfiguration) {
       EXPECT_EQ(cusync_gemm::residentKBlocksOf(f.pair.first.args.config), 0);
       EXPECT_EQ(f.blocks, std::min<uint32_t>(132, f.units1 + f.units2));
       EXPECT_GE(f.units1, f.pair.first.grid.x * f.pair.first.grid.y);
+      // The fused kernel is a programmatic dependent of the kernel before the pair, as a Pdl pair's first layer is.
+      EXPECT_EQ(f.pair.first.opts, int(cusync::WaitsForPriorGrid));
+      EXPECT_EQ(f.pair.first.opts, p.first.opts);
     }
   // ResNet's 56 x 56 x 64 layers keep their filter resident alone; fused, they run 128x64.
   const ModelPair mp = resnetPairs()[0];

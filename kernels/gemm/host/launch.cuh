@@ -183,8 +183,21 @@ inline void applyWaiterChoice(KernelFlags& f) {
   f.ticketLead = c.ticketLead;
 }
 
+// Whether `cfg` launches its kernel as a programmatic dependent of the grids
+// before it in its stream: such a kernel must wait for them (griddepcontrol.wait)
+// before it touches global memory.
+inline bool launchesProgrammatic(const cudaLaunchConfig_t& cfg) {
+  for (unsigned i = 0; i < cfg.numAttrs; ++i)
+    if (cfg.attrs[i].id == cudaLaunchAttributeProgrammaticStreamSerialization &&
+        cfg.attrs[i].val.programmaticStreamSerializationAllowed)
+      return true;
+  return false;
+}
+
 // Launches a fused kernel of two stages with one tile shape, their
 // parameters built (buildStageParams, or a convolution's), A through ALoader.
+// Launched as a programmatic dependent (`base`'s attributes), it waits for
+// the grids before it first.
 template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class ALoader, class V0, class V1>
 void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, V1>& sp1,
                             const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
@@ -198,6 +211,7 @@ void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, 
   kp.s1 = sp1;
   kp.fused = f;
   kp.flags.bEvictFirst = true;  // each stage's own choice decides (StageParams::bEvictFirst)
+  kp.flags.waitPrior = launchesProgrammatic(base);
   applyWaiterChoice(kp.flags);
   auto* k = gemmKernel<Shape, T, TB, E0, E1, KP, ALoader>;
   static std::atomic<uint64_t> prepared{0};

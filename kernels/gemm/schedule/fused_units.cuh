@@ -33,7 +33,13 @@ class FusedUnits {
         s0_(kp.s0.view, kp.flags, kp.s0.sched, kBlocksOf(kp.s0.K), /*stageTickets=*/false),
         s1_(kp.s1.view, kp.flags, kp.s1.sched, kBlocksOf(kp.s1.K), /*stageTickets=*/false) {}
 
-  __device__ __forceinline__ void takeFirst() { first_ = unitOfTicket(cusync::CudaBackend::takeTicket(kp_.fused.tickets)); }
+  // The first ticket; also lets a programmatic dependent of this grid (the
+  // next run, the next layer) be scheduled, as the stages' own tickets do
+  // (cusync::ticketElected): its blocks take SMs as this grid's retire.
+  __device__ __forceinline__ void takeFirst() {
+    cusync::CudaBackend::triggerDependents();
+    first_ = unitOfTicket(cusync::CudaBackend::takeTicket(kp_.fused.tickets));
+  }
 
   __device__ __forceinline__ Unit next() {
     const Unit u = haveFirst_ ? first_ : unitOfTicket(nextTicket_);
