@@ -23,4 +23,14 @@ namespace cusync {
 // Largest number of producers one consumer stage can wait on.
 constexpr uint32_t kMaxInputs = 4;
 
+// Words from one of a stage's semaphores to the next. 1 packs them, 32 to a
+// 128-byte line; a build with -DCUSYNC_SEM_STRIDE=32 gives each its own line,
+// for A/B runs of whether consumers polling neighbouring semaphores and
+// producers posting them contend for their lines (docs/conv.md, next steps).
+#ifndef CUSYNC_SEM_STRIDE
+#define CUSYNC_SEM_STRIDE 1
+#endif
+constexpr uint32_t kSemStride = CUSYNC_SEM_STRIDE;
+static_assert(kSemStride >= 1, "CUSYNC_SEM_STRIDE counts words from one semaphore to the next");
+
 }  // namespace cusync

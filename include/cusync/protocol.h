@@ -135,7 +135,7 @@ CUSYNC_HD bool batchReached(const Link& link, const TileWork& w, const SemSpan& 
 #pragma unroll
 #endif
   for (uint32_t i = 0; i < kPollBatch; ++i)
-    if (first + i < count) seen[i] = B::loadRelaxed(link.sems + span.at(first + i));
+    if (first + i < count) seen[i] = B::loadRelaxed(link.sems + span.at(first + i) * kSemStride);
   bool all = true;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
@@ -184,7 +184,7 @@ CUSYNC_HD void awaitSpan(const V& v, const TileWork& w, const SemSpan& span, uin
       }
       for (uint32_t i = base; i < count && i < base + kPollBatch; ++i) {
         info.sem = span.at(i);
-        spinUntil<B>(link.sems + info.sem, w.run * link.policy.waitValue(info.sem, link.prod), info);
+        spinUntil<B>(link.sems + info.sem * kSemStride, w.run * link.policy.waitValue(info.sem, link.prod), info);
       }
     }
     if (reader == Reader::AsyncProxy) B::fenceProxyAsync();
@@ -238,9 +238,9 @@ CUSYNC_HD void postElected(const V& v, const TileWork& w) {
     const uint32_t sem = v.out.tileIndex(w.tile, v.shape);
     const uint32_t value = v.out.postValue(w.tile, v.shape);
     if (v.opts & NoAtomicAdd)
-      B::storeRelease(v.postSems + sem, w.run * value);
+      B::storeRelease(v.postSems + sem * kSemStride, w.run * value);
     else
-      B::addRelease(v.postSems + sem, value);
+      B::addRelease(v.postSems + sem * kSemStride, value);
   }
 }
 

@@ -61,7 +61,7 @@ class Stage {
       tickets_ = static_cast<unsigned long long*>(Memory::allocZeroed(2 * sizeof(unsigned long long)));
       gateTickets_ = tickets_ + 1;
       started_ = static_cast<uint32_t*>(Memory::allocZeroed(sizeof(uint32_t)));
-      if (semCount_ > 0) sems_ = static_cast<uint32_t*>(Memory::allocZeroed(semCount_ * sizeof(uint32_t)));
+      if (semCount_ > 0) sems_ = static_cast<uint32_t*>(Memory::allocZeroed(semCount_ * kSemStride * sizeof(uint32_t)));
       setOrder(RowMajorOrder{});
     } catch (...) {
       releaseAll();
@@ -161,7 +161,7 @@ class Stage {
     *launches_ = 0;
     Memory::zero(tickets_, 2 * sizeof(unsigned long long));
     Memory::zero(started_, sizeof(uint32_t));
-    if (sems_) Memory::zero(sems_, semCount_ * sizeof(uint32_t));
+    if (sems_) Memory::zero(sems_, semCount_ * kSemStride * sizeof(uint32_t));
     workspace_.zeroState();
   }
 
@@ -199,6 +199,7 @@ class Stage {
   bool isConsumer() const { return !policy::isNoSync<InPolicy>; }
   const InPolicy& inputPolicy() const { return in_; }
   const OutPolicy& outputPolicy() const { return out_; }
+  // Semaphore i is semaphores()[i * kSemStride] (config.h).
   uint32_t* semaphores() const { return sems_; }
   uint32_t semaphoreCount() const { return semCount_; }
   uint32_t* startedFlag() const { return started_; }
