@@ -5,7 +5,7 @@ Each CSV holds back-to-back runs of one pipeline variant, one row per tile
 of each stage (docs/tools.md). For every file this prints, as medians over
 the runs after the first (the first pays its warm-up):
 
-  s1_tile  stage 1: a tile's first MMA to its end (stored and posted), us
+  s1_tile  stage 1: a tile's first MMA to its end (its stores issued), us
   s1_mma   stage 1: a tile's MMA time (its k-loop), us
   s2_tile  stage 2, likewise
   s2_mma

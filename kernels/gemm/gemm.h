@@ -61,7 +61,7 @@ constexpr uint32_t swigluInterleavedRow(uint32_t f, bool up) { return 16 * (f / 
 // parts share the fixup.
 struct TileTrace {
   unsigned long long start;       // the producer thread took the tile
-  unsigned long long end;         // stores issued and the tile posted
+  unsigned long long end;         // stores issued (posted then, or after the block's next unit's MMAs)
   unsigned int waitNs;            // the producer thread stalled on the tile's cusync waits before its A loads
   unsigned int sm;                // SM of the block that finished the tile
   unsigned long long mmaStart;    // the consumers had the tile's first k-block
