@@ -13,7 +13,6 @@ import os
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -22,18 +21,11 @@ script = root / "tools" / "results_tables.py"
 sys.path.insert(0, str(root / "tools"))
 import plot_attention  # noqa: E402  (writes the attention log as scripts/gpu-check has it written)
 
-failures = []
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from script_checks import ScriptChecks  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(*args):
-    p = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
+checks = ScriptChecks(script)
+check, run, failures = checks.check, checks.run, checks.failures
 
 
 def expect_lines(out, lines, what):

@@ -4,30 +4,22 @@ the bench's tile records imply (the first run left out as warm-up), an
 empty lag where the consumer waits on nothing, and exits 2 on a file
 without a stage column or a path that does not exist."""
 import pathlib
-import subprocess
 import sys
 import tempfile
 
 root = pathlib.Path(__file__).resolve().parents[2]
 script = root / "tools" / "trace_summary.py"
-failures = []
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from script_checks import ScriptChecks  # noqa: E402
+
+checks = ScriptChecks(script)
+check, run = checks.check, checks.run
 
 HEADER = "run,layer,index,start,wait_ns,mma_start,mma_ns,end,sm,sm2,setup_ns,block_entry,block_exit,ready\n"
 
 
 def row(run, stage, index, start, mma_start, mma_ns, end, ready=""):
     return f"{run},{stage},{index},{start},0,{mma_start},{mma_ns},{end},0,-1,0,,,{ready}\n"
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(*args):
-    p = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -73,5 +65,4 @@ with tempfile.TemporaryDirectory() as d:
     code, _, err = run(str(d / "missing"))
     check(code == 2 and "no such file" in err, f"missing path: exit {code}, {err}")
 
-print("trace_summary_test:", "FAILED" if failures else "passed")
-sys.exit(1 if failures else 0)
+checks.finish("trace_summary_test")

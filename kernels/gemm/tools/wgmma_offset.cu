@@ -31,12 +31,7 @@
 
 namespace {
 
-using cusync_gemm::detail::fenceRegs;
-using cusync_gemm::detail::mma16;
-using cusync_gemm::detail::smemDesc;
-using cusync_gemm::detail::wgmmaCommit;
-using cusync_gemm::detail::wgmmaFence;
-using cusync_gemm::detail::wgmmaWait;
+namespace gd = cusync_gemm::detail;  // the GEMM's sm_90a primitives (kernel/sm90.cuh)
 
 constexpr int kARows = 96;  // start rows 0-23 plus 64 rows each, rounded to whole atoms
 constexpr int kK = 64, kN = 64, kM = 64;
@@ -65,22 +60,22 @@ __global__ void __launch_bounds__(128, 1)
   __syncthreads();
 
   const unsigned char* aStart = sA + start * 128;
-  uint64_t descA = smemDesc(aStart, 16, 1024);
+  uint64_t descA = gd::smemDesc(aStart, 16, 1024);
   if (encodeOffset) {
     const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(aStart));
     descA |= static_cast<uint64_t>((addr >> 7) & 7) << 49;
   }
-  const uint64_t descB = smemDesc(sB, 16, 1024);
+  const uint64_t descB = gd::smemDesc(sB, 16, 1024);
   float acc[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
-  wgmmaFence();
+  gd::wgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk)  // a k16 step: 32 bytes along the rows of A and of B
-    mma16<__nv_bfloat16, kN, 0>(acc, descA + 2 * kk, descB + 2 * kk, kk > 0 ? 1 : 0);
-  wgmmaCommit();
-  wgmmaWait<0>();
-  fenceRegs(acc);
+    gd::mma16<__nv_bfloat16, kN, 0>(acc, descA + 2 * kk, descB + 2 * kk, kk > 0 ? 1 : 0);
+  gd::wgmmaCommit();
+  gd::wgmmaWait<0>();
+  gd::fenceRegs(acc);
   // The accumulator layout of wgmma m64nNk16: group g, half h holds row
   // 16 warp + lane / 4 + 8 h, columns 8 g + 2 (lane % 4) + {0, 1}.
   const int warp = t / 32, lane = t % 32;
