@@ -24,13 +24,13 @@ SemSpan spanOf(uint32_t first, uint32_t n) {
   return s;
 }
 
+uint32_t* gRows = nullptr;  // the semaphores a test's producer (CountingBackend::producerAtSpin) posts
+
 // The host backend, counting the loads and fences a wait costs. A failed poll
 // plays the producer: it posts the missing run, so a wait that polls ends.
 struct CountingBackend : emu::HostBackend {
   static inline int loads = 0, acquireLoads = 0, fences = 0, spins = 0;
-  static inline uint32_t* postOnSpin = nullptr;
-  static inline uint32_t postValue = 0;
-  // Or, where set, the producer's posts at the n-th spin (1, 2, ...).
+  // Where set, the producer's posts at the n-th spin (1, 2, ...).
   static inline void (*producerAtSpin)(int n) = nullptr;
   static void reset() { loads = acquireLoads = fences = spins = 0; }
   static uint32_t loadRelaxed(const uint32_t* p) {
@@ -47,7 +47,6 @@ struct CountingBackend : emu::HostBackend {
   static void onSpin(const StallInfo& info, unsigned long long) {
     ++spins;
     ASSERT_LT(spins, 1000) << "a wait that never ends: semaphore " << info.sem;
-    if (postOnSpin != nullptr) *postOnSpin = postValue;
     if (producerAtSpin != nullptr) producerAtSpin(spins);
   }
   static void onSpinDone() {}
@@ -146,10 +145,10 @@ TEST(AwaitSpanOnce, ASatisfiedSpanSeenBeforeCostsNoLoadAndNoFence) {
 
   // Run 2 has not posted row 1 yet: the wait must poll and spin until the
   // producer (played by the backend) posts, though run 1 saw row 1 ready.
-  CountingBackend::postOnSpin = &sems[1];
-  CountingBackend::postValue = 8;
+  gRows = sems;
+  CountingBackend::producerAtSpin = [](int) { gRows[1] = 8; };
   waitRow(1, 2, 0);
-  CountingBackend::postOnSpin = nullptr;
+  CountingBackend::producerAtSpin = nullptr;
   EXPECT_GE(CountingBackend::spins, 1) << "a wait of a new run was skipped";
   EXPECT_EQ(sems[1], 8u);
   waitRow(1, 2, 1);
@@ -185,9 +184,6 @@ TEST(SpanReached, PollsOnceWithoutFencesAndNeverSpins) {
   EXPECT_TRUE(reached(spanOf(0, 10)));
 }
 
-namespace {
-uint32_t* gRows = nullptr;  // the producer's semaphores of the AwaitSpan tests
-}  // namespace
 
 // Posted one at a time, last to first: the wait ends only once every
 // semaphore reached its target, spinning on whichever is short.
