@@ -22,6 +22,7 @@ inline constexpr const char* kEnvWaitMemo = "CUSYNC_GEMM_WAIT_MEMO";
 inline constexpr const char* kEnvWaiterLead = "CUSYNC_GEMM_WAITER_LEAD";
 inline constexpr const char* kEnvSplits = "CUSYNC_GEMM_SPLITS";
 inline constexpr const char* kEnvFusedPdl = "CUSYNC_GEMM_FUSED_PDL";
+inline constexpr const char* kEnvFusedStageWidths = "CUSYNC_GEMM_FUSED_STAGE_WIDTHS";
 
 inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvKCut, "=0: Auto never picks a KCut configuration for gemm()"},
@@ -37,6 +38,7 @@ inline constexpr EnvSwitch kEnvSwitches[] = {
     {kEnvSplits, "=n: 64-row split tiles (64x128-splitk) whose caller leaves splitK at 0 take n parts (1 to 32) instead of the heuristic's 1 or 2"},
     {kEnvFusedPdl, "=0: a fused kernel (gemmFused, conv2dFused) whose first stage waits for prior grids launches in "
                    "plain stream order, not as their programmatic dependent"},
+    {kEnvFusedStageWidths, "=0: a fused pipeline's stages run one configuration, never a width each (resolveFusedConfigs)"},
     {kEnvPrefetchB, "=1: a gemm() stage that waits on its inputs prefetches its weights into L2 meanwhile (off: slower on H100)"},
 };
 

@@ -209,8 +209,9 @@ void checkFusedStage(const GemmArgs& a, const StageT& stage, const cusync::Fused
 // Two GEMM stages as one fused kernel (cusync/fused.h): one persistent grid
 // takes stage0's units, then stage1's, from `schedule`'s counter, so stage1's
 // tiles start in stage0's last wave and its weights stream while it waits.
-// Both run resolveFusedConfig(args0, args1, SMs); build the schedule with
-// workUnits(argsI, that config, SMs) units per stage, in this order. With
+// The stages run resolveFusedConfigs(args0, args1, SMs) (a tile width per
+// stage where the kernel runs that pair); build the schedule with
+// workUnits(argsI, stage I's config, SMs) units per stage, in this order. With
 // stage0 flagged WaitsForPriorGrid the kernel is a programmatic dependent of
 // the kernel before it in the stream (FusedLaunchConfig).
 template <class Fams = AllFamilies, class Epis0 = AllEpilogues, class Epis1 = AllEpilogues, class St0, class St1>
@@ -220,7 +221,9 @@ void gemmFused(const GemmArgs& args0, const St0& stage0, const GemmArgs& args1, 
   checkArgs(args1);
   const detail::DeviceInfo& d = detail::requireHopper();
   GemmArgs a0 = args0, a1 = args1;
-  a0.config = a1.config = resolveFusedConfig(args0, args1, d.sms);
+  const FusedConfigs configs = resolveFusedConfigs(args0, args1, d.sms);
+  a0.config = configs.first;
+  a1.config = configs.second;
   if (detail::familyOf(a0) != detail::familyOf(a1))
     throw cusync::Error(cusync::ErrorCode::InvalidArgument, schedule.name(),
                         "a fused pipeline's stages need one element type and B layout");

@@ -21,12 +21,17 @@ enum class LaunchContext { Standalone, Stage };
 // Every launch goes through this, synchronized or not.
 TileConfig resolveConfig(const GemmArgs& a, int numSMs, LaunchContext where);
 
-// The one configuration both stages of a fused pipeline run (cusync/fused.h:
-// one persistent grid for a0's and a1's tiles, which share one tile shape):
-// of the configurations each stage would pick for itself, in their
-// fused-capable form (whole tiles or 64-row split tiles), the one with the
-// least estimated cost over both. a0.config / a1.config, where set, must agree.
-TileConfig resolveFusedConfig(const GemmArgs& a0, const GemmArgs& a1, int numSMs);
+// The configurations the two stages of a fused pipeline run (cusync/fused.h:
+// one persistent grid for a0's and a1's tiles): each stage's own choice in
+// its fused-capable form (whole tiles or 64-row split tiles), where the
+// kernel runs that pair (runsFusedPair: equal, or a pair of widths in
+// kFusedPairs) and it costs least by the estimate; else the one of the two
+// that costs least over both stages. Where a0.config / a1.config are set:
+// both set, a pair the kernel runs; one set, that one for both.
+struct FusedConfigs {
+  TileConfig first, second;
+};
+FusedConfigs resolveFusedConfigs(const GemmArgs& a0, const GemmArgs& a1, int numSMs);
 
 // Work units of a launch of configuration c: tiles, or tile parts where c
 // splits K (a fused pipeline counts each stage's units).

@@ -90,6 +90,30 @@ inline constexpr TileConfigRow kTileConfigs[] = {
 };
 inline constexpr size_t kNumTileConfigs = sizeof(kTileConfigs) / sizeof(kTileConfigs[0]);
 
+// Pairs of configurations a fused kernel runs with a tile width per stage
+// (first for the producer stage, second for the consumer), beside every
+// fused-capable configuration with itself: where the MLPs' stages pick
+// different widths on a 132-SM GPU (GPT-3 M = 256: 96 / 192; M = 1024 and
+// 3072: 192 / 256; LLaMA M = 256: 96 / 128; M = 512 and 1024: 176 / 256).
+// Each pair is one more kernel per epilogue pair, so the list stays short.
+struct FusedPairRow {
+  TileConfig first, second;
+};
+inline constexpr FusedPairRow kFusedPairs[] = {
+    {TileConfig::T128x96, TileConfig::T128x192},
+    {TileConfig::T128x96, TileConfig::T128x128},
+    {TileConfig::T128x176, TileConfig::T128x256},
+    {TileConfig::T128x192, TileConfig::T128x256},
+};
+inline constexpr size_t kNumFusedPairs = sizeof(kFusedPairs) / sizeof(kFusedPairs[0]);
+
+// The index of configuration c's row in kTileConfigs (kNumTileConfigs for Auto).
+constexpr size_t tileConfigIndex(TileConfig c) {
+  for (size_t i = 0; i < kNumTileConfigs; ++i)
+    if (kTileConfigs[i].config == c) return i;
+  return kNumTileConfigs;
+}
+
 // The row of configuration c; nullptr for Auto.
 constexpr const TileConfigRow* findTileConfig(TileConfig c) {
   for (const TileConfigRow& r : kTileConfigs)
@@ -115,5 +139,21 @@ constexpr int residentKBlocksOf(TileConfig c) {
 }
 // Whether gemm() runs c: every row but the convolution's, which keep a filter resident.
 constexpr bool runsAsGemm(TileConfig c) { return residentKBlocksOf(c) == 0; }
+
+// Whether a fused kernel (gemmFused) runs c in one stage: whole tiles or
+// 64-row split tiles, the weights streamed through the ring.
+constexpr bool runsFused(TileConfig c) {
+  const TileConfigRow* r = findTileConfig(c);
+  return r != nullptr && (r->schedule == Schedule::WholeTiles || r->schedule == Schedule::SplitK) &&
+         r->residentKBlocks == 0;
+}
+// Whether a fused kernel runs c0 in its first stage and c1 in its second:
+// one fused-capable configuration in both, or a pair of kFusedPairs.
+constexpr bool runsFusedPair(TileConfig c0, TileConfig c1) {
+  if (c0 == c1) return runsFused(c0);
+  for (const FusedPairRow& p : kFusedPairs)
+    if (p.first == c0 && p.second == c1) return true;
+  return false;
+}
 
 }  // namespace cusync_gemm

@@ -79,18 +79,20 @@ inline PairPlan planPair(Model model, int64_t M, Variant v, Order order, int sms
   return p;
 }
 
-// The fused variant: both GEMMs in one persistent kernel of one configuration
-// (resolveFusedConfig), RowSync between them, grouped orders; its grid runs
-// min(SMs, all units) blocks.
+// The fused variant: both GEMMs in one persistent kernel, each stage of the
+// configuration resolveFusedConfigs picks for it (the stage's own choice in
+// its whole-tile form where the kernel runs that pair of widths), RowSync
+// between them, grouped orders; its grid runs min(SMs, all units) blocks.
 inline PairPlan planFused(Model model, int64_t M, int sms) {
   PairPlan p = planPair(model, M, Variant::RowSync, Order::Grouped, sms);
   p.g1.args.config = p.g2.args.config = cusync_gemm::TileConfig::Auto;
-  const cusync_gemm::TileConfig c = cusync_gemm::resolveFusedConfig(p.g1.args, p.g2.args, sms);
+  const cusync_gemm::FusedConfigs c = cusync_gemm::resolveFusedConfigs(p.g1.args, p.g2.args, sms);
+  p.g1.args.config = c.first;
+  p.g2.args.config = c.second;
   for (GemmPlan* g : {&p.g1, &p.g2}) {
-    g->args.config = c;
-    g->grid = cusync_gemm::stageGrid(g->args, c);
-    g->tile = cusync_gemm::stageTile(g->args, c);
-    g->units = cusync_gemm::workUnits(g->args, c, sms);
+    g->grid = cusync_gemm::stageGrid(g->args, g->args.config);
+    g->tile = cusync_gemm::stageTile(g->args, g->args.config);
+    g->units = cusync_gemm::workUnits(g->args, g->args.config, sms);
   }
   const uint32_t blocks = std::min<uint32_t>(p.g1.units + p.g2.units, static_cast<uint32_t>(sms));
   p.g1.blocks = p.g2.blocks = p.g1.ticketBlocks = p.g2.ticketBlocks = blocks;

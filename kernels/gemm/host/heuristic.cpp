@@ -243,27 +243,36 @@ TileConfig fusedForm(TileConfig c) {
 }
 }  // namespace
 
-TileConfig resolveFusedConfig(const GemmArgs& a0, const GemmArgs& a1, int numSMs) {
+FusedConfigs resolveFusedConfigs(const GemmArgs& a0, const GemmArgs& a1, int numSMs) {
   if (a0.config != TileConfig::Auto || a1.config != TileConfig::Auto) {
-    const TileConfig c = a0.config != TileConfig::Auto ? a0.config : a1.config;
-    if ((a0.config != TileConfig::Auto && a0.config != c) || (a1.config != TileConfig::Auto && a1.config != c))
-      bad("a fused pipeline's stages run one configuration; got " + std::string(toString(a0.config)) + " and " +
-          toString(a1.config));
-    if (fusedForm(c) != c)
-      bad(std::string("tile configuration ") + toString(c) +
+    const TileConfig c0 = a0.config != TileConfig::Auto ? a0.config : a1.config;
+    const TileConfig c1 = a1.config != TileConfig::Auto ? a1.config : a0.config;
+    if (c0 == c1 && fusedForm(c0) != c0)
+      bad(std::string("tile configuration ") + toString(c0) +
           " cannot run fused: fused stages run whole tiles or 64-row split tiles");
-    return c;
+    if (!runsFusedPair(c0, c1)) {
+      std::string pairs;
+      for (const FusedPairRow& p : kFusedPairs) pairs += std::string(" ") + toString(p.first) + "/" + toString(p.second);
+      bad("a fused pipeline runs one configuration in both stages or one of the pairs" + pairs + "; got " +
+          toString(c0) + " and " + toString(c1));
+    }
+    return {c0, c1};
   }
-  const TileConfig cands[] = {fusedForm(resolveConfig(a0, numSMs, LaunchContext::Stage)),
-                              fusedForm(resolveConfig(a1, numSMs, LaunchContext::Stage))};
-  TileConfig best = TileConfig::Auto;
+  const TileConfig own[] = {fusedForm(resolveConfig(a0, numSMs, LaunchContext::Stage)),
+                            fusedForm(resolveConfig(a1, numSMs, LaunchContext::Stage))};
+  const FusedConfigs cands[] = {{own[0], own[1]}, {own[0], own[0]}, {own[1], own[1]}};
+  static const bool widthEach = !envSwitchOff(kEnvFusedStageWidths);
+  FusedConfigs best{TileConfig::Auto, TileConfig::Auto};
   double bestCost = 0;
-  for (TileConfig c : cands) {
-    if ((a0.epilogue == Epilogue::SwiGLU || a1.epilogue == Epilogue::SwiGLU) && !supportsSwiGLU(c)) continue;
-    const double cost = estimatedCost(a0.M, a0.N, a0.K, numSMs, c) + estimatedCost(a1.M, a1.N, a1.K, numSMs, c);
-    if (best == TileConfig::Auto || cost < bestCost) best = c, bestCost = cost;
+  for (const FusedConfigs& c : cands) {
+    if (!runsFusedPair(c.first, c.second) || (c.first != c.second && !widthEach)) continue;
+    if ((a0.epilogue == Epilogue::SwiGLU && !supportsSwiGLU(c.first)) ||
+        (a1.epilogue == Epilogue::SwiGLU && !supportsSwiGLU(c.second)))
+      continue;
+    const double cost = estimatedCost(a0.M, a0.N, a0.K, numSMs, c.first) + estimatedCost(a1.M, a1.N, a1.K, numSMs, c.second);
+    if (best.first == TileConfig::Auto || cost < bestCost) best = c, bestCost = cost;
   }
-  return best == TileConfig::Auto ? TileConfig::T128x256 : best;
+  return best.first == TileConfig::Auto ? FusedConfigs{TileConfig::T128x256, TileConfig::T128x256} : best;
 }
 
 uint32_t workUnits(const GemmArgs& a, TileConfig c, int numSMs) {

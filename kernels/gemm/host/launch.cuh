@@ -194,10 +194,11 @@ inline bool launchesProgrammatic(const cudaLaunchConfig_t& cfg) {
   return false;
 }
 
-// Launches a fused kernel of two stages with one tile shape, their
-// parameters built (buildStageParams, or a convolution's), A through ALoader.
-// Launched as a programmatic dependent (`base`'s attributes), it waits for
-// the grids before it first.
+// Launches a fused kernel of two stages, their parameters built
+// (buildStageParams, or a convolution's), A through ALoader. Shape is one
+// tile shape for both stages, or StageShapes (a width per stage). Launched
+// as a programmatic dependent (`base`'s attributes), it waits for the grids
+// before it first.
 template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class ALoader, class V0, class V1>
 void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, V1>& sp1,
                             const cusync::FusedScheduleView& f, uint32_t blocks, const cudaLaunchConfig_t& base) {
@@ -205,7 +206,7 @@ void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, 
   static_assert((Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK) &&
                     Shape::kResidentKBlocks == 0,
                 "fused stages run whole tiles or 64-row split tiles, their weights through the ring");
-  constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
+  constexpr int smem = SharedStorage<typename Shape::Ring, TB, kernelWaits<KP>()>::kSmemRequest;
   KP kp{};
   kp.s0 = sp0;
   kp.s1 = sp1;
@@ -218,14 +219,15 @@ void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, 
   launchPrepared(k, smem, prepared, blocks, base, &kp);
 }
 
-// The fused GEMM kernel of two stages (A by TMA tiles).
+// The fused GEMM kernel of two stages (A by TMA tiles), each stage's
+// parameters built for its own tile shape.
 template <class Shape, class T, int TB, Epilogue E0, Epilogue E1, class V0, class V1>
 void launchFusedKernel(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1, const V1& v1,
                        StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
                        const cudaLaunchConfig_t& base) {
-  launchFusedStageKernel<Shape, T, TB, E0, E1, TmaTileA>(buildStageParams<Shape, T, TB>(a0, v0, ws0, blocks, true),
-                                                         buildStageParams<Shape, T, TB>(a1, v1, ws1, blocks, true), f,
-                                                         blocks, base);
+  launchFusedStageKernel<Shape, T, TB, E0, E1, TmaTileA>(
+      buildStageParams<typename Shape::template Stage<0>, T, TB>(a0, v0, ws0, blocks, true),
+      buildStageParams<typename Shape::template Stage<1>, T, TB>(a1, v1, ws1, blocks, true), f, blocks, base);
 }
 
 // The epilogues a translation unit builds kernels for.
@@ -289,12 +291,50 @@ void launchFamily(const GemmArgs& a, const View& v, StageWorkspace& ws, uint32_t
       std::make_index_sequence<kNumTileConfigs>{});
 }
 
-// The fused kernel of configuration a0.config (== a1.config) for epilogues
-// in Epis0 x Epis1.
+// Calls f(std::integral_constant<size_t, I>) for the pair I of kFusedPairs that is (c0, c1).
+template <class F, size_t... I>
+bool forFusedPair(TileConfig c0, TileConfig c1, F&& f, std::index_sequence<I...>) {
+  return ((kFusedPairs[I].first == c0 && kFusedPairs[I].second == c1 ? (f(std::integral_constant<size_t, I>{}), true)
+                                                                      : false) ||
+          ...);
+}
+
+// The fused kernel of Shape (one shape, or StageShapes) for the epilogues
+// in Epis0 x Epis1 (each stage's checked against its own tile width).
+template <class Shape, class T, int TB, class Epis0, class Epis1, class V0, class V1>
+void dispatchFusedEpilogues(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1, const V1& v1,
+                            StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
+                            const cudaLaunchConfig_t& base) {
+  auto second = [&](auto e0) {
+    dispatchEpilogueFn<typename Shape::template Stage<1>>(Epis1{}, a1, [&](auto e1) {
+      launchFusedKernel<Shape, T, TB, decltype(e0)::value, decltype(e1)::value>(a0, v0, ws0, a1, v1, ws1, f, blocks,
+                                                                               base);
+    });
+  };
+  dispatchEpilogueFn<typename Shape::template Stage<0>>(Epis0{}, a0, second);
+}
+
+// The fused kernel of configurations a0.config and a1.config (one of them,
+// or a pair of kFusedPairs) for epilogues in Epis0 x Epis1.
 template <class T, int TB, class Epis0, class Epis1, class V0, class V1>
 void launchFusedFamily(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, const GemmArgs& a1, const V1& v1,
                        StageWorkspace& ws1, const cusync::FusedScheduleView& f, uint32_t blocks,
                        const cudaLaunchConfig_t& base) {
+  if (a0.config != a1.config) {
+    const bool built = forFusedPair(
+        a0.config, a1.config,
+        [&](auto pair) {
+          constexpr FusedPairRow p = kFusedPairs[decltype(pair)::value];
+          using Shape = StageShapes<KernelShapeOf<tileConfigIndex(p.first)>, KernelShapeOf<tileConfigIndex(p.second)>>;
+          dispatchFusedEpilogues<Shape, T, TB, Epis0, Epis1>(a0, v0, ws0, a1, v1, ws1, f, blocks, base);
+        },
+        std::make_index_sequence<kNumFusedPairs>{});
+    if (!built)
+      throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
+                          std::string("tile configurations ") + toString(a0.config) + " and " + toString(a1.config) +
+                              " cannot run fused: a fused kernel runs one configuration or a pair of kFusedPairs");
+    return;
+  }
   forTableRow(
       a0.config,
       [&](auto row) {
@@ -305,13 +345,7 @@ void launchFusedFamily(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, co
                               std::string("tile configuration ") + toString(a0.config) +
                                   " cannot run fused: fused stages run whole tiles or 64-row split tiles");
         } else {
-          auto second = [&](auto e0) {
-            dispatchEpilogueFn<Shape>(Epis1{}, a1, [&](auto e1) {
-              launchFusedKernel<Shape, T, TB, decltype(e0)::value, decltype(e1)::value>(a0, v0, ws0, a1, v1, ws1,
-                                                                                         f, blocks, base);
-            });
-          };
-          dispatchEpilogueFn<Shape>(Epis0{}, a0, second);
+          dispatchFusedEpilogues<Shape, T, TB, Epis0, Epis1>(a0, v0, ws0, a1, v1, ws1, f, blocks, base);
         }
       },
       std::make_index_sequence<kNumTileConfigs>{});

@@ -113,11 +113,14 @@ __device__ __forceinline__ auto makeScheduler(const KP& kp) {
 template <class Shape, class T, int TransB, Epilogue E0, Epilogue E1, class KP, class ALoader = TmaTileA>
 __device__ __forceinline__ void gemmBody(const KP& kp) {
 #if CUSYNC_GEMM_SM90A
-  constexpr int BM = Shape::BM, BN = Shape::BN;
-  constexpr int WN = BM == 128 ? BN : BN / 2;  // columns of one consumer warpgroup
+  // Shape: one tile shape for every stage, or one per stage (StageShapes);
+  // the ring and the register split are sized for the widest.
+  using RingShape = typename Shape::Ring;
+  constexpr int BM = Shape::BM;
+  constexpr int WN = BM == 128 ? RingShape::BN : RingShape::BN / 2;  // columns of one consumer warpgroup, widest
   static_assert(BM == 128 || Shape::kSchedule == Schedule::SplitK, "64-row tiles go with split K");
   constexpr bool kWaits = kernelWaits<KP>();
-  using Storage = SharedStorage<Shape, TransB, kWaits>;
+  using Storage = SharedStorage<RingShape, TransB, kWaits>;
   constexpr int S = Storage::kStages;
   const bool tracing = kp.s0.trace != nullptr;  // every stage traces, or none
   const unsigned long long tEntry = tracing ? globalTimer() : 0;
@@ -210,7 +213,6 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     if (threadIdx.x == 0) {
       // The loader.
       RingCursor<S> ring;
-      constexpr uint32_t kTx = Storage::kStageBytes;
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
       uint32_t readyCached = 0;  // the waiter's count as the loader last read it
@@ -223,7 +225,10 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           cuda::ptx::mbarrier_arrive(&full[ring.stage]);
           break;
         }
-        withStage(kp, u.stage, [&](auto, const auto& sp) {
+        withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
+          constexpr int BN = Shape::template Stage<decltype(stageIndex)::value>::BN;  // this stage's tile width
+          // The bytes of one full k-block of this stage: A and its B columns.
+          constexpr uint32_t kTx = Storage::kABytes + (Storage::kResidentB ? 0 : Storage::bKBlockBytes(BN));
           const bool reorderLoads = (sp.view.opts & cusync::ReorderTileLoads) != 0;
           const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
           const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
@@ -321,8 +326,10 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     const int cw = wg - 1;
     const bool signaller = (threadIdx.x % 128) == 0;
     constexpr int kRowOff = BM == 128 ? 64 : 0;  // rows of the tile per consumer index
-    constexpr int kColOff = BM == 128 ? 0 : WN;  // columns of the tile per consumer index
     static_assert(BM == 128 || WN == 64 || WN == 128, "the 64-row path splits BN between the consumers");
+    // The widest stage's accumulators; a narrower stage (StageShapes) uses
+    // their first registers. Arrays of each stage's own width, each in its
+    // stage's scope, made ptxas serialize the wider stage's wgmmas.
     float acc[WN / 2];
     // Descriptors stay in uniform registers only if the compiler sees the
     // consumer index as warp-uniform.
@@ -372,6 +379,12 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
       }
       withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
         constexpr Epilogue E = decltype(stageIndex)::value == 0 ? E0 : E1;
+        // This stage's tile width and columns per warpgroup.
+        constexpr int BN = Shape::template Stage<decltype(stageIndex)::value>::BN;
+        constexpr int kUnitWN = BM == 128 ? BN : BN / 2;
+        constexpr int kColOff = BM == 128 ? 0 : kUnitWN;  // columns of the tile per consumer index
+        static_assert(kUnitWN <= WN, "the ring and the accumulators are sized for the widest stage");
+        float(&unitAcc)[kUnitWN / 2] = reinterpret_cast<float(&)[kUnitWN / 2]>(acc);
         // Whole tiles take the k range from the kernel's arguments, which the
         // compiler knows to be warp-uniform: it then keeps the ring position
         // and the descriptors in uniform registers (128x96 spends 14% less
@@ -379,7 +392,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
         // slot record). Split and KCut units read theirs from the slot record.
         const int kb0 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb0, 0) : 0;
         const int kb1 = decltype(sched)::kCutsK ? __shfl_sync(0xffffffffu, u.kb1, 0) : kItersOf[decltype(stageIndex)::value];
-        const int lastStage = mainloop.run(acc, full, kb0, kb1, signaller, release,
+        const int lastStage = mainloop.template run<kUnitWN>(unitAcc, full, kb0, kb1, signaller, release,
                                            [&](int kb) { return ALoader::k16Steps(sp, kb); });
         postHeld();  // the previous tile's stores completed during these MMAs
         UnitFinish fin = sched.finishOf(u);
@@ -388,12 +401,12 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           sp.trace[work.index].mmaNs = static_cast<unsigned int>(globalTimer() - tMma);
         }
         if (signaller) release(lastStage);
-        if (!sched.template reduce<WN / 8>(acc, u, fin, cw)) return;
+        if (!sched.template reduce<kUnitWN / 8>(unitAcc, u, fin, cw)) return;
         // The epilogue works warp by warp (no warpgroup barrier inside), so
         // the warps of a shared fixup store only the slabs their part owns.
         if (fin.store)
-          epilogue<T, WN, E, Storage::kEpiBufs>(
-              acc, sp.C, sp.epi, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
+          epilogue<T, kUnitWN, E, Storage::kEpiBufs>(
+              unitAcc, sp.C, sp.epi, static_cast<int64_t>(work.tile.y) * kRowsPerTile + rank * BM + cw * kRowOff,
               static_cast<int64_t>(work.tile.x) * BN + cw * kColOff, ss.scratch(threadIdx.x / 32 - 4), &sp.tmC,
               SplitOutput{sp.C2, &sp.tmC2, sp.splitN}, epiTurn);
         sched.afterStore(fin, cw);

@@ -198,9 +198,14 @@ struct ConsumerMainloop {
   // (release it once the accumulator is final).
   // stepsOf(kb): the k16 steps of k-block kb to multiply (ALoader::k16Steps;
   // always all of them where A is Swizzled128).
-  template <class Release, class StepsOf>
-  __device__ __forceinline__ int run(float (&acc)[WN / 2], uint64_t* full, int kb0, int kb1, bool signaller,
+  // UnitWN: the unit's columns per warpgroup, where a fused kernel's stages
+  // differ in width (StageShapes): a narrower stage multiplies the first
+  // UnitWN columns of B's k-block, which starts where the wider one's does.
+  template <int UnitWN = WN, class Release, class StepsOf>
+  __device__ __forceinline__ int run(float (&acc)[UnitWN / 2], uint64_t* full, int kb0, int kb1, bool signaller,
                                      Release&& release, StepsOf&& stepsOf) {
+    static_assert(UnitWN == WN || (BM == 128 && UnitWN < WN),
+                  "a narrower unit keeps B's offset only where every warpgroup reads all of B's columns");
     int prevStage = -1;
     for (int kb = kb0; kb < kb1; ++kb) {
       if (kb > kb0) mbarWait(&full[stage], phase);
@@ -215,7 +220,7 @@ struct ConsumerMainloop {
 #pragma unroll
         for (int kk = 0; kk < decltype(n)::value; ++kk) {
           // A k16 step: 32 bytes along the rows of B as [N, K] (kAStepUnits for A); 16 rows of 128 bytes of B as [K, N].
-          mma16<T, WN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
+          mma16<T, UnitWN, TransB>(acc, descA.plus(slot + kk * kAStepUnits),
                                descB.plus(slotB + (TransB == 0 ? kk * 2 : kk * 128)),
                                (kb > kb0 || kk > 0) ? 1 : 0);
         }

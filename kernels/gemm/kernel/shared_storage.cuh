@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cusync/stage_view.h"
 #include "kernels/gemm/kernel/epilogue.cuh"
@@ -22,6 +23,28 @@ struct KernelShape {
   static constexpr Schedule kSchedule = S_;
   static constexpr int kRingSlots = RingSlots_;  // 0: as many as fit
   static constexpr int kResidentKBlocks = ResidentKBlocks_;  // 0: B streams through the ring
+  // A kernel of one shape runs it in every stage and sizes its ring by it.
+  using Ring = KernelShape;
+  template <int I>
+  using Stage = KernelShape;
+};
+
+// A fused kernel whose two stages run tiles of one height and schedule but
+// different widths (resolveFusedConfigs): each stage loads, multiplies and
+// stores its own width, and the ring's slots are sized for the wider one,
+// whose depth the narrower stage then shares.
+template <class Shape0, class Shape1>
+struct StageShapes {
+  static_assert(Shape0::BM == Shape1::BM && Shape0::kSchedule == Shape1::kSchedule,
+                "a fused kernel's stages share the tile height and schedule");
+  static_assert(Shape0::kResidentKBlocks == 0 && Shape1::kResidentKBlocks == 0,
+                "fused stages stream their weights through the ring");
+  static constexpr int BM = Shape0::BM;
+  static constexpr Schedule kSchedule = Shape0::kSchedule;
+  static constexpr int kResidentKBlocks = 0;
+  using Ring = std::conditional_t<(Shape0::BN >= Shape1::BN), Shape0, Shape1>;
+  template <int I>
+  using Stage = std::conditional_t<I == 0, Shape0, Shape1>;
 };
 
 template <size_t I>
@@ -37,7 +60,8 @@ struct SharedStorage {
   static constexpr int kABytes = BM * kBK * 2;
   // One k-block of B: BN rows of 128 bytes ([N, K]), or whole boxes of 64
   // columns ([K, N]: 176 columns take three, the last one part used).
-  static constexpr int kBKBlockBytes = (TransB == 0 ? BN : (BN + 63) / 64 * 64) * kBK * 2;
+  static constexpr int bKBlockBytes(int bn) { return (TransB == 0 ? bn : (bn + 63) / 64 * 64) * kBK * 2; }
+  static constexpr int kBKBlockBytes = bKBlockBytes(BN);
   // With resident weights (Shape::kResidentKBlocks > 0) B has its own region
   // and a slot holds A alone.
   static constexpr bool kResidentB = Shape::kResidentKBlocks > 0;

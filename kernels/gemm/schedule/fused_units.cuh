@@ -4,8 +4,9 @@
 // pipeline order (every unit of stage 0 first), and each stage's own
 // schedule (whole tiles, or 64-row tiles split in K) turns the unit into
 // tile, part and k range. The next ticket is taken at the current unit's
-// ticket point, as WholeTiles does. Both stages'
-// tiles have one shape (the kernel's ring and consumers are shared).
+// ticket point, as WholeTiles does. The stages' tiles have one height and
+// schedule; their widths may differ (StageShapes), which the stage views'
+// grids already count.
 #pragma once
 
 #include <cstdint>

@@ -573,4 +573,91 @@ TEST(GemmConfig, GroupedOrderIsABijection) {
   EXPECT_EQ(cusync::GroupedOrder{8}.linearIndex(cusync::Dim3(0, 1, 0), cusync::Dim3(4, 16, 1)), 1u);
   EXPECT_EQ(cusync::GroupedOrder{8}.linearIndex(cusync::Dim3(1, 0, 0), cusync::Dim3(4, 16, 1)), 8u);
 }
+// A fused pipeline's stages: each its own choice in whole-tile form where the
+// kernel runs that pair of widths, and never a pair it does not build.
+GemmArgs mlpStage(int64_t M, int64_t N, int64_t K, Epilogue e) {
+  GemmArgs a;
+  a.M = M, a.N = N, a.K = K, a.epilogue = e;
+  return a;
+}
+
+TEST(GemmFusedConfigs, EveryPairIsAWholeTileWidthPair) {
+  for (const FusedPairRow& p : kFusedPairs) {
+    EXPECT_NE(p.first, p.second);
+    EXPECT_TRUE(runsFused(p.first) && runsFused(p.second)) << toString(p.first) << "/" << toString(p.second);
+    EXPECT_EQ(scheduleOf(p.first), Schedule::WholeTiles);
+    EXPECT_EQ(scheduleOf(p.second), Schedule::WholeTiles);
+    EXPECT_EQ(tileShape(p.first).bm, tileShape(p.second).bm);
+    EXPECT_TRUE(runsFusedPair(p.first, p.second));
+    EXPECT_LT(tileConfigIndex(p.first), kNumTileConfigs);
+  }
+  EXPECT_FALSE(runsFusedPair(TileConfig::T128x128, TileConfig::T128x256));
+  EXPECT_FALSE(runsFusedPair(TileConfig::T128x256Pair, TileConfig::T128x256Pair));
+  EXPECT_FALSE(runsFusedPair(TileConfig::T128x64Resident, TileConfig::T128x64Resident));
+  EXPECT_TRUE(runsFusedPair(TileConfig::T64x128SplitK, TileConfig::T64x128SplitK));
+  EXPECT_EQ(tileConfigIndex(TileConfig::Auto), kNumTileConfigs);
+}
+
+TEST(GemmFusedConfigs, StagesKeepTheirOwnWidths) {
+  struct Point {
+    int64_t M, N1, K1, N2, K2;
+    Epilogue e1;
+    TileConfig first, second;
+  };
+  // GPT-3 and LLaMA MLPs (tensor parallel 8) on 132 SMs.
+  const Point points[] = {
+      {256, 6144, 12288, 12288, 6144, Epilogue::Gelu, TileConfig::T128x96, TileConfig::T128x192},
+      {512, 6144, 12288, 12288, 6144, Epilogue::Gelu, TileConfig::T128x192, TileConfig::T128x192},
+      {1024, 6144, 12288, 12288, 6144, Epilogue::Gelu, TileConfig::T128x192, TileConfig::T128x256},
+      {256, 5504, 8192, 8192, 2752, Epilogue::SwiGLU, TileConfig::T128x96, TileConfig::T128x128},
+      {512, 5504, 8192, 8192, 2752, Epilogue::SwiGLU, TileConfig::T128x176, TileConfig::T128x256},
+      {64, 5504, 8192, 8192, 2752, Epilogue::SwiGLU, TileConfig::T64x128SplitK, TileConfig::T64x128SplitK},
+  };
+  for (const Point& p : points) {
+    const GemmArgs a0 = mlpStage(p.M, p.N1, p.K1, p.e1), a1 = mlpStage(p.M, p.N2, p.K2, Epilogue::Identity);
+    const FusedConfigs c = resolveFusedConfigs(a0, a1, 132);
+    EXPECT_EQ(c.first, p.first) << p.M << " " << p.N1 << ": " << toString(c.first);
+    EXPECT_EQ(c.second, p.second) << p.M << " " << p.N1 << ": " << toString(c.second);
+    EXPECT_TRUE(runsFusedPair(c.first, c.second));
+    // No cheaper one-configuration choice by the estimate.
+    const double cost = estimatedCost(a0.M, a0.N, a0.K, 132, c.first) + estimatedCost(a1.M, a1.N, a1.K, 132, c.second);
+    for (TileConfig one : {c.first, c.second})
+      if (!(p.e1 == Epilogue::SwiGLU && !supportsSwiGLU(one)))
+        EXPECT_LE(cost, estimatedCost(a0.M, a0.N, a0.K, 132, one) + estimatedCost(a1.M, a1.N, a1.K, 132, one));
+  }
+  // Random shapes: whatever is picked, the kernel builds it.
+  for (int64_t M : {1, 7, 100, 300, 777, 1000, 2048, 4096})
+    for (int64_t N : {512, 2752, 5504, 12288}) {
+      const FusedConfigs c = resolveFusedConfigs(mlpStage(M, N, 4096, Epilogue::Identity),
+                                                 mlpStage(M, 8192, N, Epilogue::Identity), 132);
+      EXPECT_TRUE(runsFusedPair(c.first, c.second)) << M << " " << N;
+    }
+}
+
+TEST(GemmFusedConfigs, ExplicitConfigurations) {
+  GemmArgs a0 = mlpStage(512, 5504, 8192, Epilogue::Identity), a1 = mlpStage(512, 8192, 2752, Epilogue::Identity);
+  a0.config = TileConfig::T128x176;
+  a1.config = TileConfig::T128x256;
+  FusedConfigs c = resolveFusedConfigs(a0, a1, 132);
+  EXPECT_EQ(c.first, TileConfig::T128x176);
+  EXPECT_EQ(c.second, TileConfig::T128x256);
+  a1.config = TileConfig::Auto;  // one set: both run it
+  c = resolveFusedConfigs(a0, a1, 132);
+  EXPECT_EQ(c.first, TileConfig::T128x176);
+  EXPECT_EQ(c.second, TileConfig::T128x176);
+  auto expectRefused = [&](TileConfig c0, TileConfig c1, const std::string& needle) {
+    a0.config = c0;
+    a1.config = c1;
+    try {
+      resolveFusedConfigs(a0, a1, 132);
+      ADD_FAILURE() << "no error for " << toString(c0) << "/" << toString(c1);
+    } catch (const cusync::Error& e) {
+      EXPECT_EQ(e.code(), cusync::ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expectRefused(TileConfig::T128x128, TileConfig::T128x256, "128x96/128x192");  // a pair it does not build
+  expectRefused(TileConfig::T128x256, TileConfig::T128x176, "got 128x256 and 128x176");  // a pair's order matters
+  expectRefused(TileConfig::T128x256Pair, TileConfig::T128x256Pair, "cannot run fused");
+}
 }  // namespace

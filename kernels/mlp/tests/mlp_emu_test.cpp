@@ -145,17 +145,30 @@ TEST(MlpEmulator, FusedAtRandomSmCounts) {
 }
 
 TEST(MlpPlan, FusedConfiguration) {
-  // Both stages run one configuration, fused-capable (whole tiles or 64-row
-  // split tiles), that holds LLaMA's gate/up pairs.
+  // The stages run one configuration or a pair of widths the fused kernel
+  // builds, fused-capable (whole tiles or 64-row split tiles); GEMM1's holds
+  // LLaMA's gate/up pairs. Where the pair is built, each stage runs the
+  // width the other variants' stage runs (in its whole-tile form).
+  int widthPairs = 0;
   for (Model model : {Model::GPT3, Model::LLaMA})
     for (int64_t M : kFusedMs) {
       const PairPlan p = planFused(model, M, kSms);
-      EXPECT_EQ(p.g1.args.config, p.g2.args.config);
+      SCOPED_TRACE(std::string(toString(model)) + " M=" + std::to_string(M));
+      EXPECT_TRUE(cusync_gemm::runsFusedPair(p.g1.args.config, p.g2.args.config));
       const cusync_gemm::Schedule s = cusync_gemm::scheduleOf(p.g1.args.config);
       EXPECT_TRUE(s == cusync_gemm::Schedule::WholeTiles || s == cusync_gemm::Schedule::SplitK);
       EXPECT_TRUE(cusync_gemm::supportsSwiGLU(p.g1.args.config));
       EXPECT_EQ(p.g1.blocks, std::min<uint32_t>(kSms, p.g1.units + p.g2.units));
+      EXPECT_EQ(p.g1.units, cusync_gemm::workUnits(p.g1.args, p.g1.args.config, kSms));
+      EXPECT_EQ(p.g2.units, cusync_gemm::workUnits(p.g2.args, p.g2.args.config, kSms));
+      if (p.g1.args.config != p.g2.args.config) {
+        ++widthPairs;
+        const PairPlan own = planPair(model, M, Variant::RowSync, Order::Auto, kSms);
+        EXPECT_EQ(cusync_gemm::tileShape(p.g1.args.config).bn, cusync_gemm::tileShape(own.g1.args.config).bn);
+        EXPECT_EQ(cusync_gemm::tileShape(p.g2.args.config).bn, cusync_gemm::tileShape(own.g2.args.config).bn);
+      }
     }
+  EXPECT_GE(widthPairs, 4) << "GPT-3 and LLaMA at M = 256 and 512 / 1000 run a width per stage";
 }
 
 TEST(MlpPlan, Geometry) {

@@ -115,7 +115,8 @@ void runModel(Model model) {
   REQUIRE_HOPPER();
   const Dims d = dims(model);
   const bool swiglu = model == Model::LLaMA;
-  const int64_t Ms[] = {1, 7, 100, 1000, 2048};
+  // 256 and 1000 run the fused kernel with a tile width per stage (GPT-3 96 / 192 and 192 / 256, LLaMA 96 / 128 and 176 / 256).
+  const int64_t Ms[] = {1, 7, 100, 256, 1000, 2048};
   const int64_t maxM = 2048;
   __nv_bfloat16 *X, *W1, *W2, *H, *Y, *Href;
   float *G, *Yf;
