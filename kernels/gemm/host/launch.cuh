@@ -206,7 +206,7 @@ void launchFusedStageKernel(const StageParams<T, V0>& sp0, const StageParams<T, 
   static_assert((Shape::kSchedule == Schedule::WholeTiles || Shape::kSchedule == Schedule::SplitK) &&
                     Shape::kResidentKBlocks == 0,
                 "fused stages run whole tiles or 64-row split tiles, their weights through the ring");
-  constexpr int smem = SharedStorage<Shape, TB, kernelWaits<KP>()>::kSmemRequest;
+  constexpr int smem = SharedStorage<typename Shape::Ring, TB, kernelWaits<KP>()>::kSmemRequest;
   KP kp{};
   kp.s0 = sp0;
   kp.s1 = sp1;

@@ -120,7 +120,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
   constexpr int WN = BM == 128 ? RingShape::BN : RingShape::BN / 2;  // columns of one consumer warpgroup, widest
   static_assert(BM == 128 || Shape::kSchedule == Schedule::SplitK, "64-row tiles go with split K");
   constexpr bool kWaits = kernelWaits<KP>();
-  using Storage = SharedStorage<Shape, TransB, kWaits>;
+  using Storage = SharedStorage<RingShape, TransB, kWaits>;
   constexpr int S = Storage::kStages;
   const bool tracing = kp.s0.trace != nullptr;  // every stage traces, or none
   const unsigned long long tEntry = tracing ? globalTimer() : 0;
@@ -212,33 +212,17 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     }
     if (threadIdx.x == 0) {
       // The loader.
-      SlotCursor<Storage> ring;
+      RingCursor<S> ring;
       const uint64_t bPolicy = kp.flags.bEvictFirst ? evictFirstPolicy() : 0;
       uint32_t loaded = 0;  // k-blocks loaded (counted as the waiter counts them ready)
       uint32_t readyCached = 0;  // the waiter's count as the loader last read it
       for (uint32_t i = 0;; ++i) {
         const Unit u = kWaits ? queue.pop(i) : sched.next();
         const cusync::TileWork& work = u.w;
-        if constexpr (Storage::kTwoLayouts) {
-          if (work.valid && u.stage != static_cast<uint32_t>(ring.layout)) {
-            // The first unit of the second stage: a switch record in this
-            // slot, then the new layout from slot 0, once every slot of the
-            // old one (whose bytes the new slots overlap) is released.
-            mbarWait(&empty[ring.slot], ring.emptyParity());
-            Unit note;
-            note.w.valid = true;
-            note.stage = kLayoutSwitch;
-            units[ring.slot] = note;
-            cuda::ptx::mbarrier_arrive(&full[ring.slot]);
-            const int oldSlots = ring.slots();
-            ring.switchTo(static_cast<int>(u.stage));
-            for (int j = 0; j < oldSlots; ++j) mbarWait(&empty[j], ring.emptyParityOf(j));
-          }
-        }
-        mbarWait(&empty[ring.slot], ring.emptyParity());
-        units[ring.slot] = u;
+        mbarWait(&empty[ring.stage], ring.phase ^ 1);
+        units[ring.stage] = u;
         if (!work.valid) {
-          cuda::ptx::mbarrier_arrive(&full[ring.slot]);
+          cuda::ptx::mbarrier_arrive(&full[ring.stage]);
           break;
         }
         withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
@@ -277,15 +261,15 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           }
           typename ALoader::KStep kStep = ALoader::kStepAt(sp, u.kb0);
           for (int kb = u.kb0; kb < u.kb1; ++kb) {
-            if (kb > u.kb0) mbarWait(&empty[ring.slot], ring.emptyParity());
+            if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
             if (kb == kbTicket) {
               if constexpr (kWaits)
                 queue.reachTicketPoint();
               else
                 sched.atTicketPoint(u);
             }
-            unsigned char* sa = ss.base + ring.slot * ring.slotBytes();
-            [[maybe_unused]] unsigned char* sb = sa + Storage::kABytes;
+            unsigned char* sa = ss.slotA(ring.stage);
+            [[maybe_unused]] unsigned char* sb = ss.slotB(ring.stage);
             const int32_t k0 = kStep.kColumn();  // B's k coordinate
             // A loader that fills fewer k16 steps of A than a whole slot's
             // (packed filter taps in a conv's last k-block) expects fewer bytes.
@@ -293,7 +277,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             const uint32_t tx = kTx - static_cast<uint32_t>(kBK / 16 - aSteps) *
                                           static_cast<uint32_t>(Storage::kABytes / (kBK / 16));
             cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                 cuda::ptx::space_shared, &full[ring.slot], tx);
+                                                 cuda::ptx::space_shared, &full[ring.stage], tx);
             // The wait hook, or the waiter's count of it. With ReorderTileLoads
             // B (the weights) is loaded first, so the wait overlaps B's load.
             // A pair's blocks both wait for the whole stage tile's rows.
@@ -321,9 +305,9 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
             };
             if (!reorderLoads) waitForA();
             if constexpr (!Storage::kResidentB)
-              loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.slot], sp.bEvictFirst, bPolicy, rank);
+              loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
             if (reorderLoads) waitForA();
-            ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.slot]);
+            ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.stage]);
             ALoader::nextKStep(sp, kStep);
             ring.advance();
           }
@@ -381,19 +365,12 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     int kItersOf[KP::kStages];
     forEachStage(kp, [&](auto I, const auto& sp) { kItersOf[decltype(I)::value] = static_cast<int>((sp.K + kBK - 1) / kBK); });
     for (;;) {
-      mbarWait(&full[mainloop.ring.slot], mainloop.ring.fullParity());
-      const Unit u = units[mainloop.ring.slot];
+      mbarWait(&full[mainloop.stage], mainloop.phase);
+      const Unit u = units[mainloop.stage];
       const cusync::TileWork& work = u.w;
       if (!__any_sync(0xffffffffu, work.valid)) {
         postHeld();
         break;
-      }
-      if constexpr (Storage::kTwoLayouts) {
-        if (u.stage == kLayoutSwitch) {  // the ring changes layout (SlotCursor)
-          if (signaller) release(mainloop.ring.slot);
-          mainloop.ring.switchTo(1);
-          continue;
-        }
       }
       const unsigned long long tMma = tracing ? globalTimer() : 0;
       if (!residentReady) {

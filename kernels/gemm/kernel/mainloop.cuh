@@ -18,7 +18,6 @@
 #include "cusync/stage_view.h"
 #include "kernels/gemm/kernel/params.cuh"
 #include "kernels/gemm/kernel/sm90.cuh"
-#include "kernels/gemm/kernel/slot_cursor.h"
 
 namespace cusync_gemm::detail {
 
@@ -170,6 +169,8 @@ struct RingCursor {
 // lies at its own place (Storage::residentB), not in the slot.
 template <class T, int BM, int WN, int TransB, class Storage, ASmemLayout kALayout = ASmemLayout::Swizzled128>
 struct ConsumerMainloop {
+  static constexpr int S = Storage::kStages;
+  static constexpr int kStageBytes = Storage::kStageBytes;
   static constexpr bool kResidentB = Storage::kResidentB;
   static constexpr bool kASwizzled = kALayout == ASmemLayout::Swizzled128;
   // A's rows per consumer index: 64 rows of 128 bytes swizzled, of 16 bytes in Blocks8.
@@ -180,12 +181,17 @@ struct ConsumerMainloop {
   // A k16 step in 16-byte units: 32 bytes along a swizzled row, or two 8-column blocks of BM x 16 bytes.
   static constexpr uint32_t kAStepUnits = kASwizzled ? 2 : 2 * BM;
   MovingDesc descA, descB;
-  SlotCursor<Storage> ring;  // the slot of the next k-block
+  int stage = 0;
+  uint32_t phase = 0;
 
   __device__ __forceinline__ ConsumerMainloop(unsigned char* smem, int cwUniform)
       : descA(kASwizzled ? smemDesc(smem + cwUniform * kASmemOff, 16, 1024)
                          : smemDesc(smem + cwUniform * kASmemOff, BM * 16, 128, false)),
         descB(smemDesc(smem + kBOffset + cwUniform * kBSmemOff, TransB == 0 ? 16 : 8192, 1024)) {}
+
+  __device__ __forceinline__ void advance() {
+    if (++stage == S) stage = 0, phase ^= 1;
+  }
 
   // MMAs of k-blocks [kb0, kb1) into acc, starting at the current slot, whose
   // full barrier the caller has waited for. Returns the last slot, still held
@@ -202,8 +208,8 @@ struct ConsumerMainloop {
                   "a narrower unit keeps B's offset only where every warpgroup reads all of B's columns");
     int prevStage = -1;
     for (int kb = kb0; kb < kb1; ++kb) {
-      if (kb > kb0) mbarWait(&full[ring.slot], ring.fullParity());
-      const uint32_t slot = static_cast<uint32_t>(ring.slot * (ring.slotBytes() / 16));  // in 16-byte units
+      if (kb > kb0) mbarWait(&full[stage], phase);
+      const uint32_t slot = static_cast<uint32_t>(stage * (kStageBytes / 16));  // in 16-byte units
       const uint32_t slotB =
           kResidentB ? static_cast<uint32_t>(kb * (Storage::kBKBlockBytes / 16)) : slot;  // B's k-block, likewise
       // The k16 steps of this k-block as one straight sequence of wgmmas:
@@ -234,8 +240,8 @@ struct ConsumerMainloop {
       }
       wgmmaWait<1>();
       if (prevStage >= 0 && signaller) release(prevStage);
-      prevStage = ring.slot;
-      ring.advance();
+      prevStage = stage;
+      advance();
     }
     wgmmaWait<0>();
     fenceRegs(acc);

@@ -51,40 +51,12 @@ template <size_t I>
 using KernelShapeOf = KernelShape<kTileConfigs[I].bm, kTileConfigs[I].bn, kTileConfigs[I].schedule,
                                   kTileConfigs[I].ringSlots, kTileConfigs[I].residentKBlocks>;
 
-constexpr int kMaxBlockSmem = 232448;  // an H100 block's opt-in dynamic shared memory (227 KiB)
-
-// One stage's layout of the ring: the bytes of a slot (A, and B unless the
-// weights are resident) and the slot count (the configuration row's depth,
-// or as many as fit beside one epilogue buffer per warp, 2 KiB of barriers,
-// slot records and alignment, and the resident weights).
-template <class StageShape, int TransB>
-struct SlotLayout {
-  static constexpr int kABytes = StageShape::BM * kBK * 2;
-  static constexpr int kBKBlockBytes = (TransB == 0 ? StageShape::BN : (StageShape::BN + 63) / 64 * 64) * kBK * 2;
-  static constexpr int kResidentBytes = StageShape::kResidentKBlocks * kBKBlockBytes;
-  static constexpr int kSlotBytes = kABytes + (StageShape::kResidentKBlocks > 0 ? 0 : kBKBlockBytes);
-  static constexpr int kSlots =
-      StageShape::kRingSlots > 0
-          ? StageShape::kRingSlots
-          : (kMaxBlockSmem - 1024 - 2048 - kConsumerWarps * kScratchPerWarp - kResidentBytes) / kSlotBytes;
-  static_assert(kSlotBytes % 1024 == 0, "slots keep the 128-byte swizzle's 1 KiB alignment");
-};
-
-// Shape: the kernel's tile shape (KernelShape), or one per stage
-// (StageShapes), where each stage lays the ring out its own way: the region
-// holds the larger of the two layouts and the barriers the larger count
-// (kTwoLayouts; the ring changes layout once per block, RingCursor).
 // WaitQueue: whether the kernel has a waiter warp (input_waits.cuh), whose
 // queue takes a few bytes beside the ring.
 template <class Shape, int TransB, bool WaitQueue_ = false>
 struct SharedStorage {
-  using Layout0 = SlotLayout<typename Shape::template Stage<0>, TransB>;
-  using Layout1 = SlotLayout<typename Shape::template Stage<1>, TransB>;
-  template <int I>
-  using LayoutOf = std::conditional_t<I == 0, Layout0, Layout1>;
-  static constexpr bool kTwoLayouts = Layout0::kSlotBytes != Layout1::kSlotBytes || Layout0::kSlots != Layout1::kSlots;
-  static constexpr int BM = Shape::BM, BN = Shape::Ring::BN;
-  static constexpr int kMaxSmem = kMaxBlockSmem;
+  static constexpr int BM = Shape::BM, BN = Shape::BN;
+  static constexpr int kMaxSmem = 232448;  // an H100 block's opt-in dynamic shared memory (227 KiB)
   static constexpr int kABytes = BM * kBK * 2;
   // One k-block of B: BN rows of 128 bytes ([N, K]), or whole boxes of 64
   // columns ([K, N]: 176 columns take three, the last one part used).
@@ -95,15 +67,13 @@ struct SharedStorage {
   static constexpr bool kResidentB = Shape::kResidentKBlocks > 0;
   static constexpr int kResidentBytes = Shape::kResidentKBlocks * kBKBlockBytes;
   static constexpr int kBBytes = kResidentB ? 0 : kBKBlockBytes;
-  // A slot's bytes and the slot count (with two layouts: the first stage's
-  // slot, the larger count, for the barriers and slot records).
-  static constexpr int kStageBytes = Layout0::kSlotBytes;
-  static constexpr int kStages = Layout0::kSlots > Layout1::kSlots ? Layout0::kSlots : Layout1::kSlots;
-  static constexpr int kRingBytes = Layout0::kSlots * Layout0::kSlotBytes > Layout1::kSlots * Layout1::kSlotBytes
-                                        ? Layout0::kSlots * Layout0::kSlotBytes
-                                        : Layout1::kSlots * Layout1::kSlotBytes;
-  static_assert(kTwoLayouts || kStageBytes == kABytes + kBBytes, "one layout: the slot holds A and B's k-block");
-  static constexpr int kResidentOffset = kRingBytes;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  // Rows with a depth of 0 take as many slots as fit beside one epilogue
+  // buffer per warp and 2 KiB of barriers, slot records and alignment.
+  static constexpr int kFitStages =
+      (kMaxSmem - 1024 - 2048 - kConsumerWarps * kScratchPerWarp - kResidentBytes) / kStageBytes;
+  static constexpr int kStages = Shape::kRingSlots > 0 ? Shape::kRingSlots : kFitStages;
+  static constexpr int kResidentOffset = kStages * kStageBytes;
   // full[kStages], empty[kStages], then with resident weights their full barrier.
   static constexpr int kBarOffset = kResidentOffset + kResidentBytes;
   static constexpr int kInfoOffset = kBarOffset + (2 * kStages + (kResidentB ? 1 : 0)) * 8;

@@ -23,12 +23,6 @@ struct Unit {
   __device__ __forceinline__ int ticketPoint(int lead) const { return kb1 - lead > kb0 ? kb1 - lead : kb0; }
 };
 
-// The stage of a ring record that is no unit: the loader's note that the
-// ring changes to the second stage's layout from the next slot on
-// (SlotCursor, kernel/mainloop.cuh). Its tile work is marked valid, so that
-// consumers read it as a record, not as the end.
-constexpr uint32_t kLayoutSwitch = 0xffffffffu;
-
 // What a consumer warpgroup does with a unit once its MMAs are done.
 struct UnitFinish {
   uint32_t parts = 1;       // parts of the unit's tile (split K)

@@ -2,14 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cusync/error.h"
 #include "cusync/tile_order.h"
-#include "kernels/gemm/kernel/slot_cursor.h"
 #include "kernels/gemm/schedule/k_cut_range.h"
 #include "kernels/gemm/schedule/static_tiles.h"
 #include "kernels/gemm/gemm.h"
@@ -662,76 +659,5 @@ TEST(GemmFusedConfigs, ExplicitConfigurations) {
   expectRefused(TileConfig::T128x128, TileConfig::T128x256, "128x96/128x192");  // a pair it does not build
   expectRefused(TileConfig::T128x256, TileConfig::T128x176, "got 128x256 and 128x176");  // a pair's order matters
   expectRefused(TileConfig::T128x256Pair, TileConfig::T128x256Pair, "cannot run fused");
-}
-// The ring cursor against a model of the slots' barriers: before its f-th
-// fill of a slot the loader must wait for the empty barrier's f-th phase
-// (parity (f & 1) ^ 1), and a consumer's c-th read of it waits for the full
-// barrier's c-th phase (parity c & 1), across the switch to the second
-// stage's layout at any point, its record included.
-struct TwoLayoutRing {
-  static constexpr bool kTwoLayouts = true;
-  struct Layout0 {
-    static constexpr int kSlots = 7, kSlotBytes = 28672;
-  };
-  struct Layout1 {
-    static constexpr int kSlots = 4, kSlotBytes = 40960;
-  };
-  static constexpr int kStages = 7, kStageBytes = 28672;
-};
-struct OneLayoutRing {
-  static constexpr bool kTwoLayouts = false;
-  using Layout0 = TwoLayoutRing::Layout0;
-  using Layout1 = TwoLayoutRing::Layout0;
-  static constexpr int kStages = 7, kStageBytes = 28672;
-};
-
-template <class Ring>
-void walkRing(int stage0Units, int stage1Units, std::mt19937& rng) {
-  using cusync_gemm::detail::SlotCursor;
-  std::vector<int> kBlocks;
-  for (int u = 0; u < stage0Units + stage1Units; ++u) kBlocks.push_back(1 + static_cast<int>(rng() % 12));
-  int fills[8] = {}, reads[8] = {};
-  std::vector<std::pair<int, int>> written, read;  // (layout, slot) per record
-  SlotCursor<Ring> loader;
-  for (int u = 0; u < static_cast<int>(kBlocks.size()); ++u) {
-    const int stage = u < stage0Units ? 0 : 1;
-    if (Ring::kTwoLayouts && stage != loader.layout) {
-      ASSERT_EQ(loader.emptyParity(), (fills[loader.slot] & 1) ^ 1u);
-      written.push_back({-1, loader.slot});  // the switch record
-      ++fills[loader.slot];
-      const int oldSlots = loader.slots();
-      loader.switchTo(stage);
-      for (int j = 0; j < oldSlots; ++j) ASSERT_EQ(loader.emptyParityOf(j), (fills[j] & 1) ^ 1u) << j;
-    }
-    for (int kb = 0; kb < kBlocks[u]; ++kb) {
-      ASSERT_LT(loader.slot, loader.slots());
-      ASSERT_EQ(loader.emptyParity(), (fills[loader.slot] & 1) ^ 1u) << "unit " << u << " k-block " << kb;
-      ASSERT_EQ(loader.slotBytes(), stage == 1 && Ring::kTwoLayouts ? Ring::Layout1::kSlotBytes : Ring::kStageBytes);
-      written.push_back({loader.layout, loader.slot});
-      ++fills[loader.slot];
-      loader.advance();
-    }
-  }
-  SlotCursor<Ring> consumer;
-  for (size_t r = 0; r < written.size(); ++r) {
-    ASSERT_EQ(consumer.fullParity(), reads[consumer.slot] & 1u) << "record " << r;
-    read.push_back({written[r].first < 0 ? -1 : consumer.layout, consumer.slot});
-    ++reads[consumer.slot];
-    if (written[r].first < 0)
-      consumer.switchTo(1);
-    else
-      consumer.advance();
-  }
-  EXPECT_EQ(read, written);
-}
-
-TEST(GemmRing, SlotCursorMatchesTheBarriers) {
-  std::mt19937 rng(7);
-  for (int n0 = 0; n0 < 12; ++n0)
-    for (int n1 = 1; n1 < 6; ++n1) {
-      walkRing<TwoLayoutRing>(n0, n1, rng);
-      walkRing<OneLayoutRing>(n0, n1, rng);
-      if (HasFatalFailure()) return;
-    }
 }
 }  // namespace
