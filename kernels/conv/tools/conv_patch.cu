@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.cuh"  // CUDA_OK
+#include "bench/bench_util.cuh"  // CUDA_OK, interleavedMediansMs
 #include "kernels/conv/conv.h"
 #include "kernels/gemm/host/launch_host.h"
 #include "kernels/gemm/kernel/sm90.cuh"
@@ -292,11 +292,8 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaFuncSetAttribute(patchConvKernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
-  cudaEvent_t e0, e1;
-  CUDA_OK(cudaEventCreate(&e0));
-  CUDA_OK(cudaEventCreate(&e1));
   bool allOk = true;
-  std::printf("%s: conv 3x3 stride 1, bias + ReLU; ms are medians of %d runs, interleaved, inputs L2-warm for both\n",
+  std::printf("%s: conv 3x3 stride 1, bias + ReLU; ms are medians of %d runs each, interleaved, inputs L2-warm for both\n",
               prop.name, iters);
   std::printf("shape      C    K batch  tiles  T x Wt   patch_ms  conv2d_ms  conv2d/patch  max|patch-conv2d|  max|patch-host|\n");
   for (const Shape& sh : shapes) {
@@ -383,21 +380,10 @@ int main(int argc, char** argv) {
       }
       const bool ok = diffConv < 0.05 && diffHost < 0.02;
       allOk = allOk && ok;
-      // Interleaved timing: patch, conv2d, patch, ...
-      std::vector<float> tp, tc;
-      for (int it = 0; it < iters + 5; ++it)
-        for (int which = 0; which < 2; ++which) {
-          CUDA_OK(cudaEventRecord(e0, stream));
-          which == 0 ? runPatch() : runConv();
-          CUDA_OK(cudaEventRecord(e1, stream));
-          CUDA_OK(cudaEventSynchronize(e1));
-          float ms = 0;
-          CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-          if (it >= 5) (which == 0 ? tp : tc).push_back(ms);
-        }
-      std::sort(tp.begin(), tp.end());
-      std::sort(tc.begin(), tc.end());
-      const float mp = tp[tp.size() / 2], mc = tc[tc.size() / 2];
+      // Both timed interleaved, run by run (bench_util.cuh).
+      const bench::Timings t =
+          bench::interleavedMediansMs({[&](int) { runPatch(); }, [&](int) { runConv(); }}, iters, stream, 5);
+      const double mp = t.ms[0], mc = t.ms[1];
       std::printf("%-8s %4d %4d %5d %6d %3d x %-4d %9.4f %10.4f %13.3f %18.3g %16.3g%s\n", sh.name, sh.C, sh.K, N,
                   g.tiles, g.T, g.Wt, mp, mc, mc / mp, diffConv, diffHost, ok ? "" : "  WRONG");
       CUDA_OK(cudaFree(dX));
