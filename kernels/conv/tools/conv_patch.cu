@@ -281,9 +281,9 @@ int main(int argc, char** argv) {
     std::printf("conv-patch: needs a Hopper GPU (sm_90a); found %s\n", prop.name);
     return 2;
   }
-  const Shape shapes[] = {{"res56", 56, 56, 64, 64},     {"res28", 28, 28, 128, 128}, {"res14", 14, 14, 256, 256},
-                          {"res7", 7, 7, 512, 512},      {"vgg224", 224, 224, 64, 64}, {"vgg28", 28, 28, 512, 512}, {"vgg56", 56, 56, 256, 256},
-                          {"odd13", 13, 13, 64, 128},    {"wide130", 5, 130, 192, 64}};
+  const Shape shapes[] = {{"res56", 56, 56, 64, 64},    {"res28", 28, 28, 128, 128},  {"res14", 14, 14, 256, 256},
+                          {"res7", 7, 7, 512, 512},     {"vgg224", 224, 224, 64, 64}, {"vgg28", 28, 28, 512, 512},
+                          {"vgg56", 56, 56, 256, 256},  {"odd13", 13, 13, 64, 128},   {"wide130", 5, 130, 192, 64}};
   const int batches[] = {1, 4, 8, 16, 32};
   std::mt19937 rng(20261128);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -293,9 +293,10 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
   bool allOk = true;
-  std::printf("%s: conv 3x3 stride 1, bias + ReLU; ms are medians of %d runs each, interleaved, inputs L2-warm for both\n",
+  std::printf("%s: conv 3x3 stride 1, bias + ReLU; ms are medians of %d runs each, interleaved, inputs L2-warm\n",
               prop.name, iters);
-  std::printf("shape      C    K batch  tiles  T x Wt   patch_ms  conv2d_ms  conv2d/patch  max|patch-conv2d|  max|patch-host|\n");
+  std::printf(
+      "shape      C    K batch  tiles  T x Wt   patch_ms  conv2d_ms  conv2d/patch  max|patch-conv2d|  max|patch-host|\n");
   for (const Shape& sh : shapes) {
     const int BN = sh.K % 256 == 0 ? 256 : sh.K % 128 == 0 ? 128 : 64;
     std::vector<__nv_bfloat16> w(static_cast<size_t>(sh.K) * kTaps * sh.C), bias(sh.K);
