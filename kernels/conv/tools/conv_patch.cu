@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
   std::printf("%s: conv 3x3 stride 1, bias + ReLU; ms are medians of %d runs each, interleaved, inputs L2-warm\n",
               prop.name, iters);
   std::printf(
-      "shape      C    K batch  tiles  T x Wt   patch_ms  conv2d_ms  conv2d/patch  max|patch-conv2d|  max|patch-host|\n");
+      "shape      C    K batch  tiles  T x Wt   patch_ms  conv2d_ms  conv2d/patch  max|patch-conv2d|  max|patch-host|"
+      "\n");
   for (const Shape& sh : shapes) {
     const int BN = sh.K % 256 == 0 ? 256 : sh.K % 128 == 0 ? 128 : 64;
     std::vector<__nv_bfloat16> w(static_cast<size_t>(sh.K) * kTaps * sh.C), bias(sh.K);
