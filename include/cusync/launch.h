@@ -21,6 +21,7 @@
 #include "cusync/device.h"
 #include "cusync/launch_mode.h"
 #include "cusync/memory.h"
+#include "cusync/programmatic_launch.h"
 
 namespace cusync {
 
@@ -119,10 +120,7 @@ class Pipeline {
     unsigned n = 0;
     attrs[n].id = cudaLaunchAttributePriority;
     attrs[n++].val.priority = priority;
-    if (p.programmatic) {
-      attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attrs[n++].val.programmaticStreamSerializationAllowed = 1;
-    }
+    if (p.programmatic) attrs[n++] = programmaticDependentLaunch();
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = shape.grid;
     cfg.blockDim = shape.block;

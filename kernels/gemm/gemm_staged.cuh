@@ -173,8 +173,7 @@ class FusedLaunchConfig {
     static const bool allowed = !envSwitchOff(kEnvFusedPdl);
     cfg_.stream = stream;
     if (allowed && (firstStageOpts & cusync::WaitsForPriorGrid) != 0) {
-      attr_.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr_.val.programmaticStreamSerializationAllowed = 1;
+      attr_ = cusync::programmaticDependentLaunch();
       cfg_.attrs = &attr_;
       cfg_.numAttrs = 1;
     }

@@ -1,5 +1,6 @@
 // attention(args, stream): the kernel without a stage, as a programmatic
 // dependent launch of the kernel before it.
+#include "cusync/programmatic_launch.h"
 #include "cusync/stage_view.h"
 #include "kernels/attention/host/attention_launch.cuh"
 
@@ -9,9 +10,7 @@ void attention(const AttentionArgs& a, cudaStream_t stream) {
   checkArgs(a);
   const cusync_gemm::detail::DeviceInfo& d = cusync_gemm::detail::requireHopper();
   const AttentionPlan p = planAttention(a, d.sms);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[1] = {cusync::programmaticDependentLaunch()};
   cudaLaunchConfig_t cfg = {};
   cfg.stream = stream;
   cfg.attrs = attr;

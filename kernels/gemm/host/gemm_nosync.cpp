@@ -5,6 +5,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "cusync/programmatic_launch.h"
 #include "cusync/stage.h"
 #include "kernels/gemm/env.h"
 #include "kernels/gemm/gemm.h"
@@ -19,8 +20,7 @@ const NoSyncLaunch& noSyncLaunch() {
   static const NoSyncLaunch l = [] {
     NoSyncLaunch r;
     r.usePdl = !envSwitchOff(kEnvPdl);
-    r.pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    r.pdl.val.programmaticStreamSerializationAllowed = 1;
+    r.pdl = cusync::programmaticDependentLaunch();
     r.flags.waitPrior = r.usePdl;
     r.flags.staticFirst = !envSwitchOff(kEnvStaticFirst);
     r.flags.staticAll = !envSwitchOff(kEnvStaticAll);
