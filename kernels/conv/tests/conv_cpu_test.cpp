@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "cusync/error.h"
 #include "kernels/conv/conv.h"
 #include "kernels/conv/host/conv_launch_host.h"
 #include "kernels/conv/kernel/im2col_walk.h"
+#include "kernels/conv/kernel/patch_geometry.h"
 
 namespace {
 
@@ -253,4 +255,45 @@ TEST(ConvWalk, PackedTapsStepEightPositions) {
   }
 }
 
+// The patch loader's tiles (kernel/patch_geometry.h): every output pixel and
+// channel block is computed by exactly one tile row, every read of a kept
+// row lands on the input pixel under its filter position inside the tile's
+// box, and no read of any of a tile's 128 rows leaves the patch buffer.
+TEST(ConvPatchGeometry, TilesCoverEveryPixelOnceAndReadTheirBox) {
+  using cusync_conv::PatchGeometry;
+  const int shapes[][2] = {{7, 7}, {13, 13}, {14, 14}, {28, 28}, {56, 56}, {5, 126}, {3, 127}, {5, 130}, {4, 224}, {1, 1}};
+  for (const auto& hw : shapes)
+    for (int N : {1, 3})
+      for (int BN : {64, 128}) {
+        const int H = hw[0], W = hw[1];
+        const PatchGeometry g = PatchGeometry::of(N, H, W, 64, 256, BN);
+        SCOPED_TRACE(std::to_string(N) + "x" + std::to_string(H) + "x" + std::to_string(W) + " BN " +
+                     std::to_string(BN));
+        ASSERT_LE(g.pitch, PatchGeometry::kRows);
+        ASSERT_EQ(g.colTiles * BN, 256);
+        std::vector<int> seen(static_cast<size_t>(N) * H * W * g.colTiles, 0);
+        for (int t = 0; t < g.tiles; ++t) {
+          int n, p0, q0, k0;
+          g.tileOf(t, n, p0, q0, k0);
+          ASSERT_LT(n, N);
+          ASSERT_EQ(k0 % BN, 0);
+          for (int m = 0; m < PatchGeometry::kRows; ++m) {
+            for (int r = 0; r < 3; ++r)
+              for (int s = 0; s < 3; ++s) ASSERT_LT(PatchGeometry::patchRow(m, r, s, g.pitch), g.bufRows);
+            int p, q;
+            if (!g.pixelOf(m, p0, q0, p, q)) continue;
+            ++seen[((static_cast<size_t>(n) * H + p) * W + q) * g.colTiles + k0 / BN];
+            for (int r = 0; r < 3; ++r)
+              for (int s = 0; s < 3; ++s) {
+                const int row = PatchGeometry::patchRow(m, r, s, g.pitch);
+                ASSERT_LT(row, g.boxRows);
+                // Box row `row` holds input pixel (p0 - 1 + row / pitch, q0 - 1 + row % pitch).
+                EXPECT_EQ(p0 - 1 + row / g.pitch, p + r - 1);
+                EXPECT_EQ(q0 - 1 + row % g.pitch, q + s - 1);
+              }
+          }
+        }
+        for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "output " << i;
+      }
+}
 }  // namespace

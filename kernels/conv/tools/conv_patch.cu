@@ -36,6 +36,7 @@
 
 #include "bench/bench_util.cuh"  // CUDA_OK, interleavedMediansMs
 #include "kernels/conv/conv.h"
+#include "kernels/conv/kernel/patch_geometry.h"
 #include "kernels/gemm/host/launch_host.h"
 #include "kernels/gemm/kernel/sm90.cuh"
 
@@ -44,42 +45,14 @@ namespace {
 namespace gd = cusync_gemm::detail;
 
 constexpr int kTaps = 9;
-constexpr int kMaxSegment = 126;  // Wt + 2 <= 128 rows: one output row fits a 128-row tile
 // The filter's ring: k-blocks of BN rows x 64 channels (8 or 16 KiB; 32 KiB at 256).
 template <int BN>
 constexpr int kBSlots = BN == 256 ? 4 : 8;
 
-// Tile geometry of one layer.
-struct PatchGeometry {
-  int N, H, W, C, K;
-  int Wt;      // output pixels per tile row
-  int pitch;   // Wt + 2: patch rows per input row
-  int T;       // output rows per tile
-  int segs;    // tiles across a row
-  int rowTiles;
-  int colTiles;  // K / BN
-  int tiles;
-  int bufRows;  // rows of one patch buffer (the box plus what the last m's reads run past it)
-  int boxBytes;
+using cusync_conv::PatchGeometry;
 
-  static PatchGeometry of(int N, int H, int W, int C, int K, int BN) {
-    PatchGeometry g{};
-    g.N = N, g.H = H, g.W = W, g.C = C, g.K = K;
-    g.Wt = std::min(W, kMaxSegment);
-    g.pitch = g.Wt + 2;
-    g.T = std::max(1, std::min(H, 128 / g.pitch));
-    g.segs = (W + g.Wt - 1) / g.Wt;
-    g.rowTiles = (H + g.T - 1) / g.T;
-    g.colTiles = K / BN;
-    g.tiles = N * g.rowTiles * g.segs * g.colTiles;
-    const int boxRows = (g.T + 2) * g.pitch;
-    g.bufRows = (std::max(boxRows, 128 + 2 * g.pitch + 2) + 7) / 8 * 8;
-    g.boxBytes = boxRows * 128;
-    return g;
-  }
-  __host__ __device__ int bufBytes() const { return bufRows * 128; }
-  int smemBytes(int BN) const { return 2 * bufBytes() + (BN == 256 ? 4 : 8) * BN * 128 + 256 + 1024; }
-};
+// Shared memory of a block: two patch buffers, the filter's ring, barriers, alignment.
+int smemBytes(const PatchGeometry& g) { return 2 * g.bufBytes() + (g.BN == 256 ? 4 : 8) * g.BN * 128 + 256 + 1024; }
 
 struct PatchParams {
   CUtensorMap tmX;  // [N, H, W, C] as 4-D {C, W, H, N}, box {64, pitch, T + 2, 1}
@@ -122,14 +95,6 @@ __global__ void __launch_bounds__(384, 1) patchConvKernel(const __grid_constant_
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   }
   __syncthreads();
-  // Column tiles innermost, so that neighbouring blocks read one patch.
-  auto tileOf = [&](int t, int& n, int& p0, int& q0, int& k0) {
-    k0 = t % g.colTiles * BN;
-    const int st = t / g.colTiles;
-    n = st / (g.rowTiles * g.segs);
-    p0 = (st / g.segs) % g.rowTiles * g.T;
-    q0 = st % g.segs * g.Wt;
-  };
   // Registers: the loading warpgroup needs few; a consumer holds BN / 2 accumulators.
   constexpr int kConsumerRegs = BN == 256 ? 232 : 160;
   if (wg == 0) {
@@ -138,12 +103,12 @@ __global__ void __launch_bounds__(384, 1) patchConvKernel(const __grid_constant_
       int pi = 0, bi = 0;
       for (int t = blockIdx.x; t < g.tiles; t += gridDim.x) {
         int n, p0, q0, k0;
-        tileOf(t, n, p0, q0, k0);
+        g.tileOf(t, n, p0, q0, k0);
         for (int cb = 0; cb < cBlocks; ++cb, ++pi) {
           const int ps = pi & 1;
           gd::mbarWait(&patchEmpty[ps], ((pi >> 1) & 1) ^ 1);
           cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               &patchFull[ps], static_cast<uint32_t>(g.boxBytes));
+                                               &patchFull[ps], static_cast<uint32_t>(g.boxBytes()));
           const int32_t cx[4] = {cb * 64, q0 - 1, p0 - 1, n};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, patch[ps], &p.tmX, cx,
                                           &patchFull[ps]);
@@ -179,7 +144,8 @@ __global__ void __launch_bounds__(384, 1) patchConvKernel(const __grid_constant_
         const int bs = bi % kSlots;
         gd::mbarWait(&bFull[bs], (bi / kSlots) & 1);
         const int r = rs / 3, sc = rs % 3;
-        const uint64_t descA = gd::smemDesc(patch[ps] + (64 * cw + r * g.pitch + sc) * 128, 16, 1024);
+        const uint64_t descA =
+            gd::smemDesc(patch[ps] + PatchGeometry::patchRow(64 * cw, r, sc, g.pitch) * 128, 16, 1024);
         const uint64_t descB = ringDesc + static_cast<uint64_t>(bs * kSlotBytes / 16);
         gd::wgmmaFence();
 #pragma unroll
@@ -198,15 +164,14 @@ __global__ void __launch_bounds__(384, 1) patchConvKernel(const __grid_constant_
     cuda::ptx::mbarrier_arrive(&bEmpty[heldB]);
     cuda::ptx::mbarrier_arrive(&patchEmpty[heldPatch]);
     int n, p0, q0, k0;
-    tileOf(t, n, p0, q0, k0);
+    g.tileOf(t, n, p0, q0, k0);
     // Accumulator layout of wgmma m64nNk16: group gq, half h holds row
     // 16 warp + lane / 4 + 8 h, columns 8 gq + 2 (lane % 4) + {0, 1}.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = 64 * cw + 16 * warp + lane / 4 + 8 * h;
-      const int pr = m / g.pitch, qc = m % g.pitch;
-      const int pOut = p0 + pr, qOut = q0 + qc;
-      if (pr >= g.T || qc >= g.Wt || pOut >= g.H || qOut >= g.W) continue;
+      int pOut, qOut;
+      if (!g.pixelOf(m, p0, q0, pOut, qOut)) continue;
       __nv_bfloat16* row = p.y + ((static_cast<int64_t>(n) * g.H + pOut) * g.W + qOut) * g.K + k0;
 #pragma unroll
       for (int gq = 0; gq < BN / 8; ++gq) {
@@ -312,8 +277,8 @@ int main(int argc, char** argv) {
     for (int N : batches) {
       if (sh.W == 224 && N > 8) continue;  // keep the sweep short
       const PatchGeometry g = PatchGeometry::of(N, sh.H, sh.W, sh.C, sh.K, BN);
-      if (g.smemBytes(BN) > 227 * 1024) {
-        std::printf("%-8s %4d %4d %5d  skipped: %d bytes of shared memory\n", sh.name, sh.C, sh.K, N, g.smemBytes(BN));
+      if (smemBytes(g) > 227 * 1024) {
+        std::printf("%-8s %4d %4d %5d  skipped: %d bytes of shared memory\n", sh.name, sh.C, sh.K, N, smemBytes(g));
         continue;
       }
       const size_t xElems = static_cast<size_t>(N) * sh.H * sh.W * sh.C;
@@ -340,11 +305,11 @@ int main(int argc, char** argv) {
       ca.epilogue = cusync_conv::ConvEpilogue::BiasRelu;
       auto runPatch = [&] {
         if (BN == 256)
-          patchConvKernel<256><<<blocks, 384, g.smemBytes(BN), stream>>>(pp);
+          patchConvKernel<256><<<blocks, 384, smemBytes(g), stream>>>(pp);
         else if (BN == 128)
-          patchConvKernel<128><<<blocks, 384, g.smemBytes(BN), stream>>>(pp);
+          patchConvKernel<128><<<blocks, 384, smemBytes(g), stream>>>(pp);
         else
-          patchConvKernel<64><<<blocks, 384, g.smemBytes(BN), stream>>>(pp);
+          patchConvKernel<64><<<blocks, 384, smemBytes(g), stream>>>(pp);
         CUDA_OK(cudaGetLastError());
       };
       auto runConv = [&] { cusync_conv::conv2d(ca, stream); };
