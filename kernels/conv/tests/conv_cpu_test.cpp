@@ -261,7 +261,8 @@ TEST(ConvWalk, PackedTapsStepEightPositions) {
 // box, and no read of any of a tile's 128 rows leaves the patch buffer.
 TEST(ConvPatchGeometry, TilesCoverEveryPixelOnceAndReadTheirBox) {
   using cusync_conv::PatchGeometry;
-  const int shapes[][2] = {{7, 7}, {13, 13}, {14, 14}, {28, 28}, {56, 56}, {5, 126}, {3, 127}, {5, 130}, {4, 224}, {1, 1}};
+  const int shapes[][2] = {{7, 7},   {13, 13}, {14, 14}, {28, 28}, {56, 56},
+                           {5, 126}, {3, 127}, {5, 130}, {4, 224}, {1, 1}};
   for (const auto& hw : shapes)
     for (int N : {1, 3})
       for (int BN : {64, 128}) {
