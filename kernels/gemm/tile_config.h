@@ -116,9 +116,8 @@ constexpr size_t tileConfigIndex(TileConfig c) {
 
 // The row of configuration c; nullptr for Auto.
 constexpr const TileConfigRow* findTileConfig(TileConfig c) {
-  for (const TileConfigRow& r : kTileConfigs)
-    if (r.config == c) return &r;
-  return nullptr;
+  const size_t i = tileConfigIndex(c);
+  return i < kNumTileConfigs ? &kTileConfigs[i] : nullptr;
 }
 // The schedule of a resolved configuration (WholeTiles for Auto).
 constexpr Schedule scheduleOf(TileConfig c) {

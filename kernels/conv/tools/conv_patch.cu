@@ -46,13 +46,12 @@ namespace gd = cusync_gemm::detail;
 
 constexpr int kTaps = 9;
 // The filter's ring: k-blocks of BN rows x 64 channels (8 or 16 KiB; 32 KiB at 256).
-template <int BN>
-constexpr int kBSlots = BN == 256 ? 4 : 8;
+constexpr int bSlots(int bn) { return bn == 256 ? 4 : 8; }
 
 using cusync_conv::PatchGeometry;
 
 // Shared memory of a block: two patch buffers, the filter's ring, barriers, alignment.
-int smemBytes(const PatchGeometry& g) { return 2 * g.bufBytes() + (g.BN == 256 ? 4 : 8) * g.BN * 128 + 256 + 1024; }
+int smemBytes(const PatchGeometry& g) { return 2 * g.bufBytes() + bSlots(g.BN) * g.BN * 128 + 256 + 1024; }
 
 struct PatchParams {
   CUtensorMap tmX;  // [N, H, W, C] as 4-D {C, W, H, N}, box {64, pitch, T + 2, 1}
@@ -74,11 +73,11 @@ __global__ void __launch_bounds__(384, 1) patchConvKernel(const __grid_constant_
   constexpr int kSlotBytes = BN * 128;
   unsigned char* patch[2] = {smem, smem + g.bufBytes()};
   unsigned char* ring = smem + 2 * g.bufBytes();
-  constexpr int kSlots = kBSlots<BN>;
+  constexpr int kSlots = bSlots(BN);
   uint64_t* bars = reinterpret_cast<uint64_t*>(ring + kSlots * kSlotBytes);
   uint64_t* patchFull = bars;       // [2]
   uint64_t* patchEmpty = bars + 2;  // [2]
-  uint64_t* bFull = bars + 4;       // [kBSlots]
+  uint64_t* bFull = bars + 4;       // [kSlots]
   uint64_t* bEmpty = bars + 4 + kSlots;
   const int wg = threadIdx.x / 128;
   const int cBlocks = g.C / 64;

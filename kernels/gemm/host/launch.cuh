@@ -339,8 +339,7 @@ void launchFusedFamily(const GemmArgs& a0, const V0& v0, StageWorkspace& ws0, co
       a0.config,
       [&](auto row) {
         using Shape = KernelShapeOf<decltype(row)::value>;
-        if constexpr ((Shape::kSchedule != Schedule::WholeTiles && Shape::kSchedule != Schedule::SplitK) ||
-                      Shape::kResidentKBlocks > 0) {
+        if constexpr (!runsFused(kTileConfigs[decltype(row)::value].config)) {
           throw cusync::Error(cusync::ErrorCode::InvalidArgument, "gemm",
                               std::string("tile configuration ") + toString(a0.config) +
                                   " cannot run fused: fused stages run whole tiles or 64-row split tiles");

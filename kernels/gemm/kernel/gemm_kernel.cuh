@@ -349,15 +349,14 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
     // wait on the very tile it holds.
     constexpr bool kDeferPosts =
         KP::kStages == 1 && Link::kSize == 1 && !cusync::policy::isNoSync<typename StageViewOf<0, KP>::Out>;
-    cusync::TileWork heldPost;  // the tile whose post is deferred, where heldPostValid
-    bool heldPostValid = false;
+    cusync::TileWork heldPost;  // the tile whose post is deferred; none while not valid
     auto postHeld = [&] {
       if constexpr (kDeferPosts) {
-        if (!heldPostValid) return;
+        if (!heldPost.valid) return;
         epilogueStoresDone();
         consumerBarrier();
         if (threadIdx.x == 128) cusync::postElected(kp.s0.view, heldPost);
-        heldPostValid = false;
+        heldPost.valid = false;
       }
     };
     // Each stage's k-blocks, computed once: recomputed per unit, the count was
@@ -411,8 +410,7 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               SplitOutput{sp.C2, &sp.tmC2, sp.splitN}, epiTurn);
         sched.afterStore(fin, cw);
         if constexpr (kDeferPosts) {
-          heldPost = work;  // posted by postHeld(), after the next unit's MMAs or before the block exits
-          heldPostValid = true;
+          heldPost = work;  // valid; posted by postHeld(), after the next unit's MMAs or before the block exits
         } else if constexpr (!cusync::policy::isNoSync<typename std::remove_reference_t<decltype(sp)>::View::Out>) {
           // The post hook: every TMA store of the tile has written C, then one thread posts.
           epilogueStoresDone();
