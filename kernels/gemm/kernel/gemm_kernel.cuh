@@ -259,58 +259,72 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               }
             }
           }
-          typename ALoader::KStep kStep = ALoader::kStepAt(sp, u.kb0);
-          for (int kb = u.kb0; kb < u.kb1; ++kb) {
-            if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
-            if (kb == kbTicket) {
-              if constexpr (kWaits)
-                queue.reachTicketPoint();
-              else
-                sched.atTicketPoint(u);
+          // A stage without an input policy has nothing to wait for: its
+          // loop keeps no wait hook and no timer reads (the loading thread's
+          // instructions per k-block pace the narrow tiles' k-loops).
+          [[maybe_unused]] constexpr bool kStageWaits =
+              !cusync::policy::isNoSync<typename std::remove_reference_t<decltype(sp)>::View::In>;
+          // The k-loop in two forms, with and without B's L2 hint, so that
+          // no k-block branches on it.
+          auto loadKBlocks = [&](auto bEvictFirst) {
+            typename ALoader::KStep kStep = ALoader::kStepAt(sp, u.kb0);
+            for (int kb = u.kb0; kb < u.kb1; ++kb) {
+              if (kb > u.kb0) mbarWait(&empty[ring.stage], ring.phase ^ 1);
+              if (kb == kbTicket) {
+                if constexpr (kWaits)
+                  queue.reachTicketPoint();
+                else
+                  sched.atTicketPoint(u);
+              }
+              unsigned char* sa = ss.slotA(ring.stage);
+              [[maybe_unused]] unsigned char* sb = ss.slotB(ring.stage);
+              const int32_t k0 = kStep.kColumn();  // B's k coordinate
+              // A loader that fills fewer k16 steps of A than a whole slot's
+              // (packed filter taps in a conv's last k-block) expects fewer bytes.
+              const int aSteps = ALoader::k16Steps(sp, kb);
+              const uint32_t tx = kTx - static_cast<uint32_t>(kBK / 16 - aSteps) *
+                                            static_cast<uint32_t>(Storage::kABytes / (kBK / 16));
+              cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, &full[ring.stage], tx);
+              // The wait hook, or the waiter's count of it. With ReorderTileLoads
+              // B (the weights) is loaded first, so the wait overlaps B's load.
+              // A pair's blocks both wait for the whole stage tile's rows.
+              // The trace counts the time the loader is held: where the waiter's
+              // count already covers the k-block (its cached copy), nothing is
+              // timed, since two timer reads per k-block cost more than that
+              // check and add up to 1.5-3.5 us per tile of their own.
+              auto timed = [&](auto&& f) {
+                if (tracing) {
+                  const unsigned long long t0 = globalTimer();
+                  f();
+                  waited += static_cast<unsigned int>(globalTimer() - t0);
+                } else {
+                  f();
+                }
+              };
+              auto waitForA = [&] {
+                if constexpr (kWaits) {
+                  if (readyCached < ++loaded) timed([&] { readyCached = queue.awaitReady(loaded); });
+                } else if constexpr (kStageWaits) {
+                  timed([&] {
+                    cusync::waitElected(sp.view, work, readAt(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
+                  });
+                }
+              };
+              if (!reorderLoads) waitForA();
+              if constexpr (!Storage::kResidentB)
+                loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], decltype(bEvictFirst)::value,
+                                               bPolicy, rank);
+              if (reorderLoads) waitForA();
+              ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.stage]);
+              ALoader::nextKStep(sp, kStep);
+              ring.advance();
             }
-            unsigned char* sa = ss.slotA(ring.stage);
-            [[maybe_unused]] unsigned char* sb = ss.slotB(ring.stage);
-            const int32_t k0 = kStep.kColumn();  // B's k coordinate
-            // A loader that fills fewer k16 steps of A than a whole slot's
-            // (packed filter taps in a conv's last k-block) expects fewer bytes.
-            const int aSteps = ALoader::k16Steps(sp, kb);
-            const uint32_t tx = kTx - static_cast<uint32_t>(kBK / 16 - aSteps) *
-                                          static_cast<uint32_t>(Storage::kABytes / (kBK / 16));
-            cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                 cuda::ptx::space_shared, &full[ring.stage], tx);
-            // The wait hook, or the waiter's count of it. With ReorderTileLoads
-            // B (the weights) is loaded first, so the wait overlaps B's load.
-            // A pair's blocks both wait for the whole stage tile's rows.
-            // The trace counts the time the loader is held: where the waiter's
-            // count already covers the k-block (its cached copy), nothing is
-            // timed, since two timer reads per k-block cost more than that
-            // check and add up to 1.5-3.5 us per tile of their own.
-            auto timed = [&](auto&& f) {
-              if (tracing) {
-                const unsigned long long t0 = globalTimer();
-                f();
-                waited += static_cast<unsigned int>(globalTimer() - t0);
-              } else {
-                f();
-              }
-            };
-            auto waitForA = [&] {
-              if constexpr (kWaits) {
-                if (readyCached < ++loaded) timed([&] { readyCached = queue.awaitReady(loaded); });
-              } else {
-                timed([&] {
-                  cusync::waitElected(sp.view, work, readAt(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
-                });
-              }
-            };
-            if (!reorderLoads) waitForA();
-            if constexpr (!Storage::kResidentB)
-              loadB<BN, TransB, Link::kSize>(sb, &sp.tmB, k0, n0, &full[ring.stage], sp.bEvictFirst, bPolicy, rank);
-            if (reorderLoads) waitForA();
-            ALoader::load(sa, sp, aRows, kStep, kb, &full[ring.stage]);
-            ALoader::nextKStep(sp, kStep);
-            ring.advance();
-          }
+          };
+          if (sp.bEvictFirst)
+            loadKBlocks(std::true_type{});
+          else
+            loadKBlocks(std::false_type{});
           if (tracing && u.kb0 == 0 && rank == 0) {
             sp.trace[work.index].start = tTook;
             sp.trace[work.index].waitNs = waited;
