@@ -17,9 +17,9 @@
 //
 // The cusync hooks: the scheduler takes tiles with cusync::tileElected /
 // ticketElected (the tile hook); the wait hook runs ahead of each load of A,
-// in the waiter (cusync::waitSpanOf / awaitSpan, WaitQueue::resolveUnit) or,
-// in a kernel whose stages wait on nothing, as cusync::waitElected in the
-// loader; consumer thread 128 calls cusync::postElected once the tile's
+// in the waiter (cusync::waitSpanOf / awaitSpan, WaitQueue::resolveUnit),
+// which every kernel with a stage that waits has (kernelWaits), so that the
+// loader only reads the waiter's count; consumer thread 128 calls cusync::postElected once the tile's
 // stores are complete (the post hook): in a one-stage kernel after the next
 // unit's MMAs, or before the block exits, so that no consumer waits for its
 // own stores.
@@ -233,7 +233,6 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
           const int32_t mTile = static_cast<int32_t>(work.tile.y * kRowsPerTile);  // the stage tile's first row
           const int32_t m0 = mTile + static_cast<int32_t>(rank) * BM;             // this block's rows
           const int32_t n0 = static_cast<int32_t>(work.tile.x * BN);
-          [[maybe_unused]] const uint32_t walkStart = static_cast<uint32_t>(ALoader::kColumn(sp, u.kb0));
           const typename ALoader::Rows aRows = ALoader::rows(sp, m0);
           const unsigned long long tTook = tracing ? globalTimer() : 0;
           unsigned int waited = 0;
@@ -259,11 +258,6 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               }
             }
           }
-          // A stage without an input policy has nothing to wait for: its
-          // loop keeps no wait hook and no timer reads (the loading thread's
-          // instructions per k-block pace the narrow tiles' k-loops).
-          [[maybe_unused]] constexpr bool kStageWaits =
-              !cusync::policy::isNoSync<typename std::remove_reference_t<decltype(sp)>::View::In>;
           // The k-loop in two forms, with and without B's L2 hint, so that
           // no k-block branches on it.
           auto loadKBlocks = [&](auto bEvictFirst) {
@@ -302,13 +296,12 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
                   f();
                 }
               };
+              // Without a waiter no stage has an input policy: nothing to
+              // wait for, and no timer reads (the loading thread's
+              // instructions per k-block pace the narrow tiles' k-loops).
               auto waitForA = [&] {
                 if constexpr (kWaits) {
                   if (readyCached < ++loaded) timed([&] { readyCached = queue.awaitReady(loaded); });
-                } else if constexpr (kStageWaits) {
-                  timed([&] {
-                    cusync::waitElected(sp.view, work, readAt(k0, mTile, walkStart), 0, cusync::Reader::AsyncProxy);
-                  });
                 }
               };
               if (!reorderLoads) waitForA();
