@@ -242,6 +242,18 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
               prefetchB<BN, TransB, ALoader>(sp, u.kb0 + S, u.kb0 + static_cast<int>(sp.prefetchKBlocks), u.kb1, n0);
           }
           const int kbTicket = u.ticketPoint(kp.flags.ticketLead);
+          // How this unit's loads of A meet the waiter's count of ready
+          // k-blocks: a stage that waits on nothing not at all (its k-blocks
+          // counted at once, as the waiter counts them); a policy that waits
+          // at its walk's first step only once, at the unit's first k-block
+          // (the waiter publishes such a unit's k-blocks together); any other
+          // policy k-block by k-block. A check per k-block costs the loading
+          // thread, which paces the narrow tiles' k-loops, ~6 instructions.
+          using StageIn = typename std::remove_reference_t<decltype(sp)>::View::In;
+          constexpr int kWaitForm = !kWaits || cusync::policy::isNoSync<StageIn>    ? 0
+                                    : cusync::policy::waitsAtWalkStartOnly<StageIn> ? 1
+                                                                                    : 2;
+          if constexpr (kWaits && kWaitForm == 0) loaded += static_cast<uint32_t>(u.kb1 - u.kb0);
           if constexpr (Storage::kResidentB) {
             // The tile's k-blocks of B, once per block, at its first unit:
             // every unit shares them (one column tile, whole tiles; the host checks).
@@ -297,11 +309,15 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
                 }
               };
               // Without a waiter no stage has an input policy: nothing to
-              // wait for, and no timer reads (the loading thread's
-              // instructions per k-block pace the narrow tiles' k-loops).
+              // wait for, and no timer reads.
               auto waitForA = [&] {
-                if constexpr (kWaits) {
+                if constexpr (kWaitForm == 2) {
                   if (readyCached < ++loaded) timed([&] { readyCached = queue.awaitReady(loaded); });
+                } else if constexpr (kWaitForm == 1) {
+                  if (kb == u.kb0) {
+                    loaded += static_cast<uint32_t>(u.kb1 - u.kb0);
+                    if (readyCached < loaded) timed([&] { readyCached = queue.awaitReady(loaded); });
+                  }
                 }
               };
               if (!reorderLoads) waitForA();
@@ -383,7 +399,12 @@ __device__ __forceinline__ void gemmBody(const KP& kp) {
         mbarWait(ss.residentFull(), 0);
         residentReady = true;
       }
-      withStage(kp, u.stage, [&](auto stageIndex, const auto& sp) {
+      // The stage from lane 0: a branch on a value the compiler cannot see
+      // as warp-uniform (the slot record's) makes the code under it
+      // divergent, and the k loop then builds its descriptors in vector
+      // registers (an R2UR per operand per wgmma) instead of uniform ones.
+      const uint32_t unitStage = KP::kStages == 1 ? 0u : __shfl_sync(0xffffffffu, u.stage, 0);
+      withStage(kp, unitStage, [&](auto stageIndex, const auto& sp) {
         constexpr Epilogue E = decltype(stageIndex)::value == 0 ? E0 : E1;
         // This stage's tile width and columns per warpgroup.
         constexpr int BN = Shape::template Stage<decltype(stageIndex)::value>::BN;
