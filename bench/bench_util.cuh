@@ -32,6 +32,19 @@
 
 namespace bench {
 
+// Whether device 0 is a Hopper GPU (sm_90): an empty string, with its
+// properties in *prop; else why not ("no CUDA GPU here", or the GPU's name
+// and compute capability), for a probe to print before it exits.
+inline std::string findHopper(cudaDeviceProp* prop) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return "no CUDA GPU here";
+  CUDA_OK(cudaGetDeviceProperties(prop, 0));
+  if (prop->major != 9)
+    return std::string(prop->name) + " (sm_" + std::to_string(prop->major) + std::to_string(prop->minor) +
+           ") is not a Hopper GPU";
+  return "";
+}
+
 // A stream that did not drain within hangLimitSeconds() (watchdog.h): says
 // what hangs and exits with status 4 at once; exit handlers are skipped,
 // since those that free device memory would wait for the hung kernel.

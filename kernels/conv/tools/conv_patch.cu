@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.cuh"  // CUDA_OK, interleavedMediansMs
+#include "bench/bench_util.cuh"  // CUDA_OK, interleavedMediansMs, findHopper
 #include "kernels/conv/conv.h"
 #include "kernels/conv/kernel/patch_geometry.h"
 #include "kernels/gemm/host/launch_host.h"
@@ -234,15 +234,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("conv-patch: no CUDA GPU here; it needs a Hopper GPU (sm_90a)\n");
-    return 2;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major != 9) {
-    std::printf("conv-patch: needs a Hopper GPU (sm_90a); found %s\n", prop.name);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::printf("conv-patch: %s; it needs a Hopper GPU (sm_90a)\n", why.c_str());
     return 2;
   }
   const Shape shapes[] = {{"res56", 56, 56, 64, 64},    {"res28", 28, 28, 128, 128},  {"res14", 14, 14, 256, 256},

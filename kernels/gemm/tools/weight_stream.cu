@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.cuh"  // CUDA_OK, commaList
+#include "bench/bench_util.cuh"  // CUDA_OK, commaList, findHopper
 #include "kernels/gemm/host/launch_host.h"
 #include "kernels/gemm/kernel/sm90.cuh"
 
@@ -331,15 +331,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("weight-stream: no CUDA GPU here; nothing measured\n");
-    return 0;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major != 9) {
-    std::printf("weight-stream: %s is not sm_90; nothing measured\n", prop.name);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::printf("weight-stream: %s; nothing measured\n", why.c_str());
     return 0;
   }
   const int sms = prop.multiProcessorCount;

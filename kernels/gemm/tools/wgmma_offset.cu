@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.cuh"  // CUDA_OK
+#include "bench/bench_util.cuh"  // CUDA_OK, findHopper
 #include "kernels/gemm/kernel/sm90.cuh"
 
 namespace {
@@ -97,15 +97,9 @@ int main(int argc, char** argv) {
         "the descriptor's base-offset field left 0 or set to the row within its 8-row atom. No options.\n");
     return argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") ? 0 : 2;
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("wgmma-offset: no CUDA GPU here; it needs a Hopper GPU (sm_90a)\n");
-    return 2;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major != 9) {
-    std::printf("wgmma-offset: needs a Hopper GPU (sm_90a); found %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::printf("wgmma-offset: %s; it needs a Hopper GPU (sm_90a)\n", why.c_str());
     return 2;
   }
   std::mt19937 rng(20261128);

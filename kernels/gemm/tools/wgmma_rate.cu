@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.cuh"  // CUDA_OK, commaList
+#include "bench/bench_util.cuh"  // CUDA_OK, commaList, findHopper
 #include "kernels/gemm/kernel/sm90.cuh"
 
 namespace {
@@ -262,15 +262,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("wgmma-rate: no CUDA GPU here; nothing measured\n");
-    return 0;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major != 9) {
-    std::printf("wgmma-rate: %s is not sm_90; nothing measured\n", prop.name);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::printf("wgmma-rate: %s; nothing measured\n", why.c_str());
     return 0;
   }
   const int sms = prop.multiProcessorCount;
