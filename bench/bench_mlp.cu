@@ -287,6 +287,7 @@ int benchMlp(const MlpBenchOptions& o) {
       const double roofMs = checkOnly ? 0 : std::max(flops / (peak * 1e12), bytes / (bw * 1e12)) * 1e3;
       std::vector<double> ms(specs.size(), INFINITY);
       std::vector<TraceStats> traces(specs.size());
+      std::vector<double> chainUs(specs.size(), NAN);  // --chain: us per run, back to back
       Detail det{mname,
                  M,
                  mlp.configs(M, Variant::TileSync) + ", nosync " + mlp.configs(M, Variant::NoSync) + ", fused " +
@@ -316,6 +317,33 @@ int benchMlp(const MlpBenchOptions& o) {
         set.add([&](int) { mlp.cublasGemm1(M, b, s); }, 1, &det.cb1);
         set.add([&](int) { mlp.cublasGemm2(M, b, s); }, 1, &det.cb2);
         set.time(iters);
+        // --chain K: each variant's time per run over K runs launched back to
+        // back between two events, the median of five such chains. The timed
+        // runs above each sit between two events; back to back, as decode
+        // steps run, a run's kernels may start during the run before
+        // (programmatic dependent launch) on the SMs that run leaves.
+        if (o.chain > 0) {
+          cudaEvent_t c0, c1;
+          CUDA_OK(cudaEventCreate(&c0));
+          CUDA_OK(cudaEventCreate(&c1));
+          for (size_t i = 0; i < specs.size(); ++i) {
+            if (!ok[i]) continue;
+            std::vector<float> perRunUs;
+            for (int rep = 0; rep < 5; ++rep) {
+              CUDA_OK(cudaEventRecord(c0, s));
+              for (int r = 0; r < o.chain; ++r) mlp.run(M, b, specs[i].v, s, specs[i].o, specs[i].pdl);
+              CUDA_OK(cudaEventRecord(c1, s));
+              bench::drain(s, mname + " M=" + std::to_string(M) + " " + specs[i].name + " (runs back to back)");
+              float chainMs = 0;
+              CUDA_OK(cudaEventElapsedTime(&chainMs, c0, c1));
+              perRunUs.push_back(chainMs * 1e3f / static_cast<float>(o.chain));
+            }
+            std::sort(perRunUs.begin(), perRunUs.end());
+            chainUs[i] = perRunUs[perRunUs.size() / 2];
+          }
+          CUDA_OK(cudaEventDestroy(c0));
+          CUDA_OK(cudaEventDestroy(c1));
+        }
         // Traced runs per variant, after timing (tracing adds a few stores per
         // tile): back to back, the last one analyzed.
         for (size_t i = 0; i < specs.size(); ++i) {
@@ -370,6 +398,7 @@ int benchMlp(const MlpBenchOptions& o) {
           }
           std::printf("  %-18s %8.3f ms  speedup %5.3f  roofline eff %4.2f  err %.1e", specs[i].name.c_str(), ms[i],
                       baseMs / ms[i], roofMs / ms[i], err[i]);
+          if (std::isfinite(chainUs[i])) std::printf("  back to back %.1f us/run", chainUs[i]);
           const TraceStats& t = traces[i];
           if (std::isfinite(t.tailMs))
             std::printf("  | gemm1 tail %.3f ms, idle %2.0f%%, filled %2.0f%%, gemm2 from %.3f ms, wait/tile %.1f us (max "

@@ -16,6 +16,7 @@ struct MlpBenchOptions {
   bool checkOnly = false;
   bool graph = false;  // time every variant as a replayed CUDA graph
   std::string traceDir;  // non-empty: each variant's traced run, tile by tile, as DIR/MODEL-mM-VARIANT.csv
+  int chain = 0;  // > 0: also each variant's time per run over this many runs launched back to back
 };
 
 // Empty when `variant` (e.g. "rowsync:rowmajor@serial") names a variant, else why not.
