@@ -318,28 +318,32 @@ int benchMlp(const MlpBenchOptions& o) {
         set.add([&](int) { mlp.cublasGemm2(M, b, s); }, 1, &det.cb2);
         set.time(iters);
         // --chain K: each variant's time per run over K runs launched back to
-        // back between two events, the median of five such chains. The timed
-        // runs above each sit between two events; back to back, as decode
-        // steps run, a run's kernels may start during the run before
-        // (programmatic dependent launch) on the SMs that run leaves.
+        // back between two events, the median of five such chains, the
+        // variants taking turns chain by chain (as the timing above, so that
+        // all see the same clock states). The timed runs above each sit
+        // between two events; back to back, as decode steps run, a run's
+        // kernels may start during the run before (programmatic dependent
+        // launch) on the SMs that run leaves.
         if (o.chain > 0) {
           cudaEvent_t c0, c1;
           CUDA_OK(cudaEventCreate(&c0));
           CUDA_OK(cudaEventCreate(&c1));
-          for (size_t i = 0; i < specs.size(); ++i) {
-            if (!ok[i]) continue;
-            std::vector<float> perRunUs;
-            for (int rep = 0; rep < 5; ++rep) {
+          std::vector<std::vector<float>> perRunUs(specs.size());
+          for (int rep = 0; rep < 5; ++rep)
+            for (size_t i = 0; i < specs.size(); ++i) {
+              if (!ok[i]) continue;
               CUDA_OK(cudaEventRecord(c0, s));
               for (int r = 0; r < o.chain; ++r) mlp.run(M, b, specs[i].v, s, specs[i].o, specs[i].pdl);
               CUDA_OK(cudaEventRecord(c1, s));
               bench::drain(s, mname + " M=" + std::to_string(M) + " " + specs[i].name + " (runs back to back)");
               float chainMs = 0;
               CUDA_OK(cudaEventElapsedTime(&chainMs, c0, c1));
-              perRunUs.push_back(chainMs * 1e3f / static_cast<float>(o.chain));
+              perRunUs[i].push_back(chainMs * 1e3f / static_cast<float>(o.chain));
             }
-            std::sort(perRunUs.begin(), perRunUs.end());
-            chainUs[i] = perRunUs[perRunUs.size() / 2];
+          for (size_t i = 0; i < specs.size(); ++i) {
+            if (perRunUs[i].empty()) continue;
+            std::sort(perRunUs[i].begin(), perRunUs[i].end());
+            chainUs[i] = perRunUs[i][perRunUs[i].size() / 2];
           }
           CUDA_OK(cudaEventDestroy(c0));
           CUDA_OK(cudaEventDestroy(c1));
