@@ -319,34 +319,28 @@ int benchMlp(const MlpBenchOptions& o) {
         set.time(iters);
         // --chain K: each variant's time per run over K runs launched back to
         // back between two events, the median of five such chains, the
-        // variants taking turns chain by chain (as the timing above, so that
-        // all see the same clock states). The timed runs above each sit
-        // between two events; back to back, as decode steps run, a run's
-        // kernels may start during the run before (programmatic dependent
-        // launch) on the SMs that run leaves.
+        // variants taking turns chain by chain (interleavedMediansMs, as the
+        // timing above, so that all see the same clock states). The timed
+        // runs above each sit between two events; back to back, as decode
+        // steps run, a run's kernels may start during the run before
+        // (programmatic dependent launch) on the SMs that run leaves.
         if (o.chain > 0) {
-          cudaEvent_t c0, c1;
-          CUDA_OK(cudaEventCreate(&c0));
-          CUDA_OK(cudaEventCreate(&c1));
-          std::vector<std::vector<float>> perRunUs(specs.size());
-          for (int rep = 0; rep < 5; ++rep)
-            for (size_t i = 0; i < specs.size(); ++i) {
-              if (!ok[i]) continue;
-              CUDA_OK(cudaEventRecord(c0, s));
-              for (int r = 0; r < o.chain; ++r) mlp.run(M, b, specs[i].v, s, specs[i].o, specs[i].pdl);
-              CUDA_OK(cudaEventRecord(c1, s));
-              bench::drain(s, mname + " M=" + std::to_string(M) + " " + specs[i].name + " (runs back to back)");
-              float chainMs = 0;
-              CUDA_OK(cudaEventElapsedTime(&chainMs, c0, c1));
-              perRunUs[i].push_back(chainMs * 1e3f / static_cast<float>(o.chain));
-            }
+          std::vector<bench::Run> chains;
+          std::vector<size_t> chained;  // the variant of each chain candidate
           for (size_t i = 0; i < specs.size(); ++i) {
-            if (perRunUs[i].empty()) continue;
-            std::sort(perRunUs[i].begin(), perRunUs[i].end());
-            chainUs[i] = perRunUs[i][perRunUs[i].size() / 2];
+            if (!ok[i]) continue;
+            const VariantSpec sp = specs[i];
+            chains.push_back([&, sp](int) {
+              for (int r = 0; r < o.chain; ++r) mlp.run(M, b, sp.v, s, sp.o, sp.pdl);
+            });
+            chained.push_back(i);
           }
-          CUDA_OK(cudaEventDestroy(c0));
-          CUDA_OK(cudaEventDestroy(c1));
+          const bench::Timings t = bench::interleavedMediansMs(chains, 5, s, 1, [&](size_t k) {
+            std::fprintf(stderr, "[mlp] %s M=%lld %s (runs back to back): it hangs\n", mname.c_str(), (long long)M,
+                         specs[chained[k]].name.c_str());
+          });
+          for (size_t k = 0; k < chained.size(); ++k)
+            if (std::isfinite(t.ms[k])) chainUs[chained[k]] = t.ms[k] * 1e3 / o.chain;
         }
         // Traced runs per variant, after timing (tracing adds a few stores per
         // tile): back to back, the last one analyzed.
