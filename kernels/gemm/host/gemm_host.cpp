@@ -190,7 +190,7 @@ EncodeFn encodeFn() {
 }  // namespace
 
 CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
-                            uint32_t boxOuter) {
+                            uint32_t boxOuter, CUtensorMapL2promotion promotion) {
   CUtensorMap m{};
   const cuuint64_t dims[2] = {inner, outer};
   const cuuint64_t strides[1] = {inner * 2};
@@ -198,8 +198,7 @@ CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_
   const cuuint32_t estr[2] = {1, 1};
   const CUresult r = encodeFn()(&m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
                                 const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                CU_TENSOR_MAP_SWIZZLE_128B, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw cusync::Error(cusync::ErrorCode::CudaError, "gemm",
                         "cuTensorMapEncodeTiled failed with code " + std::to_string(static_cast<int>(r)));

@@ -40,9 +40,10 @@ const DeviceInfo& requireHopper();
 void* driverEntryPoint(const char* symbol, const char* who);
 
 // A 2-D tensor map over a row-major [outer, inner] matrix of 2-byte elements,
-// box {boxInner, boxOuter}, 128-byte swizzle, zero fill out of bounds.
+// box {boxInner, boxOuter}, 128-byte swizzle, zero fill out of bounds, the
+// loads promoted to `promotion` in L2 (the GEMM's: 256 bytes).
 CUtensorMap makeTensorMap2D(const void* base, bool bf16, uint64_t inner, uint64_t outer, uint32_t boxInner,
-                            uint32_t boxOuter);
+                            uint32_t boxOuter, CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 
 // How many of its `kBlocks` weight k-blocks (`kBlockBytes` each) every unit
 // of a stage that waits on its inputs prefetches into L2 while it waits (0:

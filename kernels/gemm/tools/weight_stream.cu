@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -169,25 +170,15 @@ CUtensorMapL2promotion promoOf(int bytes) {
   }
 }
 
-using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
+// The matrix [n, k] as the GEMM maps B (cusync_gemm's makeTensorMap2D), box
+// {64, rows}, with L2 promotion `promo` (bytes).
 CUtensorMap weightMap(const void* base, uint64_t n, uint64_t k, uint32_t rows, int promo) {
-  static EncodeFn fn = reinterpret_cast<EncodeFn>(gd::driverEntryPoint("cuTensorMapEncodeTiled", "weight-stream"));
-  CUtensorMap m{};
-  const cuuint64_t dims[2] = {k, n};
-  const cuuint64_t strides[1] = {k * 2};
-  const cuuint32_t box[2] = {64, rows};
-  const cuuint32_t estr[2] = {1, 1};
-  const CUresult r = fn(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promoOf(promo),
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "weight-stream: cuTensorMapEncodeTiled failed (%d)\n", static_cast<int>(r));
+  try {
+    return gd::makeTensorMap2D(base, true, k, n, 64, rows, promoOf(promo));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weight-stream: %s\n", e.what());
     std::exit(1);
   }
-  return m;
 }
 
 std::vector<int> intList(const std::string& flag, const std::string& v) {
@@ -201,6 +192,17 @@ std::vector<int> intList(const std::string& flag, const std::string& v) {
     }
     out.push_back(static_cast<int>(x));
   }
+  return out;
+}
+
+// intList, each value passing `ok`; else "FLAG takes TAKES" and exit 2.
+std::vector<int> intListWhere(const std::string& flag, const std::string& v, bool (*ok)(int), const char* takes) {
+  std::vector<int> out = intList(flag, v);
+  for (int x : out)
+    if (!ok(x)) {
+      std::fprintf(stderr, "weight-stream: %s takes %s\n", flag.c_str(), takes);
+      std::exit(2);
+    }
   return out;
 }
 
@@ -260,33 +262,15 @@ int main(int argc, char** argv) {
     } else if (a == "--blocks") {
       blocksList = intList(a, next());
     } else if (a == "--rows") {
-      rowsList = intList(a, next());
-      for (int r : rowsList)
-        if (r < 8 || r > 256 || r % 8 != 0) {
-          std::fprintf(stderr, "weight-stream: --rows takes multiples of 8 from 8 to 256\n");
-          return 2;
-        }
+      rowsList = intListWhere(a, next(), [](int r) { return r >= 8 && r <= 256 && r % 8 == 0; },
+                              "multiples of 8 from 8 to 256");
     } else if (a == "--kboxes") {
-      kboxList = intList(a, next());
-      for (int b : kboxList)
-        if (b != 1 && b != 2 && b != 4 && b != 8) {
-          std::fprintf(stderr, "weight-stream: --kboxes takes 1, 2, 4 or 8\n");
-          return 2;
-        }
+      kboxList = intListWhere(a, next(), [](int b) { return b == 1 || b == 2 || b == 4 || b == 8; }, "1, 2, 4 or 8");
     } else if (a == "--slots") {
-      slotList = intList(a, next());
-      for (int s : slotList)
-        if (s < 1 || s > 64) {
-          std::fprintf(stderr, "weight-stream: --slots takes 1 to 64\n");
-          return 2;
-        }
+      slotList = intListWhere(a, next(), [](int n) { return n >= 1 && n <= 64; }, "1 to 64");
     } else if (a == "--promo") {
-      promoList = intList(a, next());
-      for (int p : promoList)
-        if (p != 0 && p != 64 && p != 128 && p != 256) {
-          std::fprintf(stderr, "weight-stream: --promo takes 0, 64, 128 or 256\n");
-          return 2;
-        }
+      promoList = intListWhere(a, next(), [](int p) { return p == 0 || p == 64 || p == 128 || p == 256; },
+                               "0, 64, 128 or 256");
     } else if (a == "--hint") {
       hintList.clear();
       for (const std::string& h : bench::commaList(next())) {
@@ -309,12 +293,7 @@ int main(int argc, char** argv) {
         }
       }
     } else if (a == "--a-rows") {
-      aRowsList = intList(a, next());
-      for (int r : aRowsList)
-        if (r > 256 || r % 8 != 0) {
-          std::fprintf(stderr, "weight-stream: --a-rows takes multiples of 8 up to 256\n");
-          return 2;
-        }
+      aRowsList = intListWhere(a, next(), [](int r) { return r <= 256 && r % 8 == 0; }, "multiples of 8 up to 256");
     } else if (a == "--tpc-map") {
       tpcMap = true;
     } else if (a == "--hold") {
@@ -374,22 +353,18 @@ int main(int argc, char** argv) {
     const uint64_t kBlocks = K / 64;
     // Parts along K so that the units cover the blocks (rounded to whole k-box groups).
     const int bands = static_cast<int>(N / static_cast<uint64_t>(l.rows));
-    int parts = std::max(1, (l.blocks + bands - 1) / bands);
-    while (parts > 1 && static_cast<uint64_t>(parts) <= kBlocks && (kBlocks % static_cast<uint64_t>(parts) != 0 ||
-                         (kBlocks / static_cast<uint64_t>(parts)) % static_cast<uint64_t>(l.kBoxes) != 0))
-      ++parts;
-    if (static_cast<uint64_t>(parts) > kBlocks || kBlocks % static_cast<uint64_t>(parts) != 0 ||
-        (kBlocks / static_cast<uint64_t>(parts)) % static_cast<uint64_t>(l.kBoxes) != 0 ||
-        N % static_cast<uint64_t>(l.rows) != 0)
-      return;
+    auto splitsEvenly = [&](uint64_t n) { return kBlocks % n == 0 && kBlocks / n % l.kBoxes == 0; };
+    uint64_t parts = static_cast<uint64_t>(std::max(1, (l.blocks + bands - 1) / bands));
+    while (parts <= kBlocks && !splitsEvenly(parts)) ++parts;
+    if (parts > kBlocks || N % static_cast<uint64_t>(l.rows) != 0) return;
     std::vector<StreamParams> ps(copies);
     for (int c = 0; c < copies; ++c) {
       StreamParams& p = ps[c];
       p.map = weightMap(src[c], N, K, static_cast<uint32_t>(l.rows), l.promo);
       p.src = src[c];
       p.bands = bands;
-      p.parts = parts;
-      p.kBlocksPerPart = static_cast<int>(kBlocks / static_cast<uint64_t>(parts));
+      p.parts = static_cast<int>(parts);
+      p.kBlocksPerPart = static_cast<int>(kBlocks / parts);
       p.rows = l.rows;
       p.kBoxes = l.kBoxes;
       p.slots = l.slots;
