@@ -210,18 +210,10 @@ int benchAttention(const AttentionBenchOptions& o) {
       variants.push_back(&v);
   const std::vector<Shape> shapes = shapesOf(o);
 
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr,
-                 "cusync-bench attention: a CUDA GPU (Hopper, sm_90) is needed; without one run the CPU tests: "
-                 "ctest --test-dir build -L cpu\n");
-    return 3;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major != 9) {
-    std::fprintf(stderr, "cusync-bench attention: needs a Hopper GPU (sm_90); this is %s (sm_%d%d)\n", prop.name,
-                 prop.major, prop.minor);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::fprintf(stderr, "cusync-bench attention: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
+                 "ctest --test-dir build -L cpu\n", why.c_str());
     return 3;
   }
   if (variants.empty()) {

@@ -196,18 +196,10 @@ int benchConv(const ConvBenchOptions& o) {
   for (const ConvSingle& v : convSingles())
     if (v.built) singles.push_back(&v);
 
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr,
-                 "cusync-bench conv: a CUDA GPU (Hopper, sm_90) is needed; without one run the CPU tests: "
-                 "ctest --test-dir build -L cpu\n");
-    return 3;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major != 9) {
-    std::fprintf(stderr, "cusync-bench conv: needs a Hopper GPU (sm_90); this is %s (sm_%d%d)\n", prop.name,
-                 prop.major, prop.minor);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::fprintf(stderr, "cusync-bench conv: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
+                 "ctest --test-dir build -L cpu\n", why.c_str());
     return 3;
   }
   if (variants.empty() && singles.empty()) {

@@ -108,19 +108,13 @@ int benchGemm(const GemmBenchOptions& o) {
   const Epilogue epilogue = o.epilogue == "gelu"     ? Epilogue::Gelu
                             : o.epilogue == "swiglu" ? Epilogue::SwiGLU
                                                      : Epilogue::Identity;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr, "cusync-bench gemm: needs a CUDA GPU; without one, run the tests: ctest --test-dir build -L cpu\n");
-    return 3;
-  }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
-  if (prop.major != 9) {
-    std::fprintf(stderr, "cusync-bench gemm: needs a Hopper GPU (sm_90); this is %s (sm_%d%d)\n", prop.name, prop.major,
-                 prop.minor);
+  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
+    std::fprintf(stderr, "cusync-bench gemm: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
+                 "ctest --test-dir build -L cpu\n", why.c_str());
     return 3;
   }
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::ofstream out(csv);
   out << bench::csvRow({"shape", "M", "N", "K", "config", "ours_ms", "cublas_ms", "ours_tflops", "cublas_tflops",
                         "ratio", "ours_err", "cublas_err", "ours_host_us", "cublas_host_us", "cublas_algo", "epilogue"})

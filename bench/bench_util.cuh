@@ -34,7 +34,7 @@ namespace bench {
 
 // Whether device 0 is a Hopper GPU (sm_90): an empty string, with its
 // properties in *prop; else why not ("no CUDA GPU here", or the GPU's name
-// and compute capability), for a probe to print before it exits.
+// and compute capability), for a command or probe to print before it exits.
 inline std::string findHopper(cudaDeviceProp* prop) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return "no CUDA GPU here";
