@@ -309,15 +309,22 @@ double estimatedCost(int64_t M, int64_t N, int64_t K, int numSMs, TileConfig c) 
 }
 
 // Splitting K costs time of its own (S = 3..11 ran 1.2-2.5x cuBLAS where
-// S = 1 ran 0.96-1.13x at M = 64), and S = 2 paid only where the tiles fill
-// under a third of the SMs (gpt3-qkv 1.12 -> 1.02, llama-qkv 1.49 -> 1.13).
-// So: two parts there when each keeps at least 16 k-blocks, else one.
+// S = 1 ran 0.96-1.13x at M = 64), and S = 2 paid alone only where the tiles
+// fill under a third of the SMs (gpt3-qkv 1.12 -> 1.02, llama-qkv 1.49 ->
+// 1.13). Up to half the SMs it pays where the launch is not alone: tiles
+// that leave SMs idle run one per TPC only when the hardware places them on
+// an idle GPU, and two blocks on one TPC stream weights at about 0.7x. A grid
+// launched early (programmatic dependent launch) or a fused kernel's tickets
+// put them in TPC pairs: gpt3-mlp1 (48 tiles) made a decode MLP 110 us per
+// run back to back with one part, 90-93 with two (docs/gemm.md, "Split K").
+// So: two parts while the tiles fill at most half the SMs and each part
+// keeps at least 16 k-blocks, else one.
 uint32_t chooseSplits(int64_t M, int64_t N, int64_t K, int numSMs) {
   if (M < 1 || N < 1 || K < 1 || numSMs < 1) bad("chooseSplits: M, N, K and the SM count must be positive");
   static const int forced = envInt(kEnvSplits);
   if (forced > 0) return static_cast<uint32_t>(std::min<int64_t>({forced, kSplitMax, kBlocks(K)}));
   const int64_t tiles = cdiv(M, 64) * cdiv(N, 128);
-  return (kBlocks(K) >= 32 && 3 * tiles <= numSMs) ? 2u : 1u;
+  return (kBlocks(K) >= 32 && 2 * tiles <= numSMs) ? 2u : 1u;
 }
 
 uint32_t splitCount(const GemmArgs& a, TileConfig c, int numSMs) {
