@@ -165,6 +165,7 @@ struct Row {
   double vsCublas, vsNosync;
   bool ok;
   TraceStats tr;
+  double chainUs;  // --chain: us per run, runs back to back (NaN when not timed)
 };
 
 }  // namespace
@@ -402,7 +403,7 @@ int benchMlp(const MlpBenchOptions& o) {
       for (size_t i = 0; i < specs.size(); ++i)
         rows.push_back({mname, specs[i].name, M, ms[i], checkOnly ? NAN : baseMs / ms[i],
                         checkOnly ? NAN : roofMs / ms[i], err[i], checkOnly ? NAN : cublasMs / ms[i],
-                        checkOnly ? NAN : nosyncMs / ms[i], bool(ok[i]), traces[i]});
+                        checkOnly ? NAN : nosyncMs / ms[i], bool(ok[i]), traces[i], chainUs[i]});
     }
     cudaFree(X), cudaFree(W1), cudaFree(W2), cudaFree(H), cudaFree(Y);
     for (int r = 0; r < kTracedRuns; ++r) cudaFree(tr1[r]), cudaFree(tr2[r]);
@@ -447,13 +448,45 @@ int benchMlp(const MlpBenchOptions& o) {
     }
   }
 
+  // --chain: the same comparison for runs back to back (decode steps as a
+  // server issues them), where a run's kernels meet the SMs the run before
+  // leaves: per M the fastest cusync variant over the faster baseline.
+  if (!checkOnly && o.chain > 0) {
+    std::printf("\nsummary, chained runs (%d back to back between two events, us per run; speedup = baseline / "
+                "variant)\n",
+                o.chain);
+    std::printf("%-6s %6s %8s %8s %18s %8s %8s\n", "model", "M", "cublas", "nosync", "winner", "us", "vs_base");
+    for (const auto& mname : models) {
+      double logBase = 0;
+      int n = 0;
+      for (int64_t M : tokens) {
+        const Row *best = nullptr, *cb = nullptr, *ns = nullptr;
+        for (const Row& r : rows) {
+          if (r.model != mname || r.M != M || !r.ok || !std::isfinite(r.chainUs)) continue;
+          if (r.variant == "cublas") cb = &r;
+          else if (r.variant == "nosync") ns = &r;
+          else if (!best || r.chainUs < best->chainUs) best = &r;
+        }
+        if (!best || !cb || !ns) continue;
+        const double base = std::min(cb->chainUs, ns->chainUs), sp = base / best->chainUs;
+        std::printf("%-6s %6lld %8.1f %8.1f %18s %8.1f %8.3f%s\n", mname.c_str(), (long long)M, cb->chainUs,
+                    ns->chainUs, best->variant.c_str(), best->chainUs, sp, sp < 1 ? "  (loses to the baseline)" : "");
+        logBase += std::log(sp);
+        ++n;
+      }
+      if (n)
+        std::printf("%-6s geomean speedup of the winning cusync variant, chained runs: %.3f over the best baseline\n",
+                    mname.c_str(), std::exp(logBase / n));
+    }
+  }
+
   std::string csvText = bench::csvRow({"model", "M", "variant", "ms", "speedup", "speedup_vs_cublas",
-                                       "speedup_vs_nosync", "roofline_eff", "rel_err", "ok"});
+                                       "speedup_vs_nosync", "roofline_eff", "rel_err", "ok", "chained_us_per_run"});
   for (const Row& r : rows)
     csvText += bench::csvRow({r.model, std::to_string(r.M), r.variant, bench::num("%.5f", r.ms),
                               bench::num("%.4f", r.speedup), bench::num("%.4f", r.vsCublas),
                               bench::num("%.4f", r.vsNosync), bench::num("%.4f", r.eff), bench::num("%.3e", r.err),
-                              r.ok ? "1" : "0"});
+                              r.ok ? "1" : "0", bench::num("%.2f", r.chainUs)});
   nlohmann::ordered_json doc = bench::runDocument(prop.name, peak, bw, iters, o.graph, "the faster of cublas and nosync");
   doc["results"] = nlohmann::ordered_json::array();
   for (const Row& r : rows)
@@ -474,7 +507,8 @@ int benchMlp(const MlpBenchOptions& o) {
                               {"wait_per_tile_us", r.tr.waitMeanUs},
                               {"wait_max_us", r.tr.waitMaxUs},
                               {"run_period_us", r.tr.periodUs},
-                              {"run_gap_us", r.tr.gapUs}});
+                              {"run_gap_us", r.tr.gapUs},
+                              {"chained_us_per_run", r.chainUs}});
   doc["singles"] = nlohmann::ordered_json::array();
   for (const Detail& t : details)
     doc["singles"].push_back({{"model", t.model},

@@ -148,7 +148,7 @@ void addMlp(CLI::App& app, MlpBenchOptions& o) {
   c->add_option("--chain", o.chain,
                 "also time each variant over K runs launched back to back between two events (launches, also with\n"
                 "--graph), as consecutive decode steps run, where the timed runs each sit between two events; printed\n"
-                "as 'back to back' us per run (0: off; 0 to 1000)")
+                "as 'back to back' us per run and summarized per M (0: off; 0 to 1000)")
       ->transform(wholeNumber(0, 1000))
       ->type_name("K")
       ->capture_default_str();

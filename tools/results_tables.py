@@ -290,9 +290,41 @@ def mlp_table(res, name, timing, title):
              ""] + table(["M"] + [str(M) for M in ms] + ["geomean"], body))
 
 
+def mlp_chain_table(res, name, title):
+    """Per model and M the fastest cusync variant over the faster baseline
+    in runs chained back to back (the bench's --chain), where the results
+    carry them; else no lines."""
+    path = res.path(name)
+    rows = rows_of(res.json(name), "results", path, MLP_FIELDS)
+    rows = [r for r in rows if r["ok"] and finite(r.get("chained_us_per_run"))]
+    if not rows:
+        return []
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    ms = list(dict.fromkeys(r["M"] for r in rows))
+    body = []
+    for model in models:
+        cells, speedups = [], []
+        for M in ms:
+            here = {r["variant"]: r["chained_us_per_run"] for r in rows if r["model"] == model and r["M"] == M}
+            ours = {v: us for v, us in here.items() if v not in ("cublas", "nosync")}
+            if "cublas" not in here or "nosync" not in here or not ours:
+                cells.append("-")
+                continue
+            win = min(ours, key=ours.get)
+            sp = min(here["cublas"], here["nosync"]) / ours[win]
+            speedups.append(sp)
+            cells.append("%s %s" % ("**%.2f**" % sp if round(sp, 2) > 1 else "%.2f" % sp, win))
+        g = counted("%.3f" % geomean(speedups), len(speedups), len(ms), "M") if speedups else "-"
+        body.append([MLP_NAMES.get(model, model)] + cells + [g])
+    return ([f"MLP, {title}, runs chained back to back (us per run over 20 runs between two events), from {path}:",
+             ""] + table(["M"] + [str(M) for M in ms] + ["geomean"], body))
+
+
 def mlp_section(res):
-    return (mlp_table(res, "mlp/bench-mlp.json", "launches", "back-to-back launches") + [""]
-            + mlp_table(res, "mlp/bench-mlp-graph.json", "graph", "CUDA graph replays (--graph)"))
+    lines = (mlp_table(res, "mlp/bench-mlp.json", "launches", "back-to-back launches") + [""]
+             + mlp_table(res, "mlp/bench-mlp-graph.json", "graph", "CUDA graph replays (--graph)"))
+    chained = mlp_chain_table(res, "mlp/bench-mlp-graph.json", "CUDA graph replays")
+    return lines + ([""] + chained if chained else [])
 
 
 # --- Convolution --------------------------------------------------------------------------------------------------
