@@ -14,6 +14,7 @@
 #include "cusync/backend_cuda.h"
 #include "cusync/fused.h"
 #include "kernels/gemm/kernel/params.cuh"
+#include "kernels/gemm/kernel/sm90.cuh"
 #include "kernels/gemm/schedule/split_k.cuh"
 #include "kernels/gemm/schedule/unit.cuh"
 #include "kernels/gemm/schedule/whole_tiles.cuh"
@@ -37,8 +38,19 @@ class FusedUnits {
   // The first ticket; also lets a programmatic dependent of this grid (the
   // next run, the next layer) be scheduled, as the stages' own tickets do
   // (cusync::ticketElected): its blocks take SMs as this grid's retire.
+  //
+  // Where the first stage has fewer units than the grid has blocks, blocks
+  // on odd SMs take their first ticket ~1 us after those on even SMs, so
+  // that the first stage's units go one per TPC (SMs 2k and 2k + 1) before
+  // any TPC gets two: two blocks of one TPC stream their weights at ~0.7x
+  // (docs/mlp.md, "Decode sizes and block placement").
   __device__ __forceinline__ void takeFirst() {
     cusync::CudaBackend::triggerDependents();
+    if (kp_.fused.unitsEnd[0] < gridDim.x && (smId() & 1u) != 0) {
+      const long long until = clock64() + kOddSmFirstTicketDelay;
+      while (clock64() < until) {
+      }
+    }
     first_ = unitOfTicket(cusync::CudaBackend::takeTicket(kp_.fused.tickets));
   }
 
@@ -66,6 +78,7 @@ class FusedUnits {
   }
 
  private:
+  static constexpr long long kOddSmFirstTicketDelay = 2000;  // clocks: ~1 us at 1.98 GHz
   static __device__ __forceinline__ int kBlocksOf(int64_t K) { return static_cast<int>((K + kBK - 1) / kBK); }
 
   __device__ __forceinline__ Unit unitOfTicket(unsigned long long t) const {
