@@ -211,11 +211,7 @@ int benchAttention(const AttentionBenchOptions& o) {
   const std::vector<Shape> shapes = shapesOf(o);
 
   cudaDeviceProp prop{};
-  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
-    std::fprintf(stderr, "cusync-bench attention: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
-                 "ctest --test-dir build -L cpu\n", why.c_str());
-    return 3;
-  }
+  if (!bench::commandFindsHopper("attention", &prop)) return 3;
   if (variants.empty()) {
     std::fprintf(stderr, "cusync-bench attention: nothing to run: the variants asked for need the attention kernels, "
                          "which this binary lacks\n");

@@ -197,11 +197,7 @@ int benchConv(const ConvBenchOptions& o) {
     if (v.built) singles.push_back(&v);
 
   cudaDeviceProp prop{};
-  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
-    std::fprintf(stderr, "cusync-bench conv: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
-                 "ctest --test-dir build -L cpu\n", why.c_str());
-    return 3;
-  }
+  if (!bench::commandFindsHopper("conv", &prop)) return 3;
   if (variants.empty() && singles.empty()) {
     std::fprintf(stderr, "cusync-bench conv: nothing to run: this binary has neither the conv kernels nor cuDNN\n");
     return 1;

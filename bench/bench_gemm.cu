@@ -109,11 +109,7 @@ int benchGemm(const GemmBenchOptions& o) {
                             : o.epilogue == "swiglu" ? Epilogue::SwiGLU
                                                      : Epilogue::Identity;
   cudaDeviceProp prop{};
-  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
-    std::fprintf(stderr, "cusync-bench gemm: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
-                 "ctest --test-dir build -L cpu\n", why.c_str());
-    return 3;
-  }
+  if (!bench::commandFindsHopper("gemm", &prop)) return 3;
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::ofstream out(csv);
   out << bench::csvRow({"shape", "M", "N", "K", "config", "ours_ms", "cublas_ms", "ours_tflops", "cublas_tflops",

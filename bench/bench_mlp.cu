@@ -168,6 +168,23 @@ struct Row {
   double chainUs;  // --chain: us per run, runs back to back (NaN when not timed)
 };
 
+// A summary row's candidates at (model, M): the cuBLAS and nosync rows and
+// the fastest other row by `time`, each passing its check and timed (finite).
+struct SummaryRows {
+  const Row *best = nullptr, *cublas = nullptr, *nosync = nullptr;
+  bool complete() const { return best && cublas && nosync; }
+};
+SummaryRows summaryRows(const std::vector<Row>& rows, const std::string& model, int64_t M, double Row::*time) {
+  SummaryRows p;
+  for (const Row& r : rows) {
+    if (r.model != model || r.M != M || !r.ok || !std::isfinite(r.*time)) continue;
+    if (r.variant == "cublas") p.cublas = &r;
+    else if (r.variant == "nosync") p.nosync = &r;
+    else if (!p.best || r.*time < p.best->*time) p.best = &r;
+  }
+  return p;
+}
+
 }  // namespace
 
 std::string mlpVariantError(const std::string& variant) {
@@ -196,11 +213,7 @@ int benchMlp(const MlpBenchOptions& o) {
   for (const auto& v : o.variants) specs.push_back(parseSpec(v));
 
   cudaDeviceProp prop{};
-  if (const std::string why = bench::findHopper(&prop); !why.empty()) {
-    std::fprintf(stderr, "cusync-bench mlp: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
-                 "ctest --test-dir build -L cpu\n", why.c_str());
-    return 3;
-  }
+  if (!bench::commandFindsHopper("mlp", &prop)) return 3;
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -421,14 +434,9 @@ int benchMlp(const MlpBenchOptions& o) {
       double logBase = 0, logCublas = 0, logNosync = 0;
       int n = 0;
       for (int64_t M : tokens) {
-        const Row *best = nullptr, *cb = nullptr, *ns = nullptr;
-        for (const Row& r : rows) {
-          if (r.model != mname || r.M != M || !r.ok) continue;
-          if (r.variant == "cublas") cb = &r;
-          else if (r.variant == "nosync") ns = &r;
-          else if (!best || r.ms < best->ms) best = &r;
-        }
-        if (!best || !cb || !ns) {
+        const SummaryRows p = summaryRows(rows, mname, M, &Row::ms);
+        const Row *best = p.best, *cb = p.cublas, *ns = p.nosync;
+        if (!p.complete()) {
           std::printf("%-6s %6lld  (no summary row: it needs the cublas and nosync variants and one cusync variant, "
                       "all passing their checks)\n",
                       mname.c_str(), (long long)M);
@@ -460,14 +468,9 @@ int benchMlp(const MlpBenchOptions& o) {
       double logBase = 0;
       int n = 0;
       for (int64_t M : tokens) {
-        const Row *best = nullptr, *cb = nullptr, *ns = nullptr;
-        for (const Row& r : rows) {
-          if (r.model != mname || r.M != M || !r.ok || !std::isfinite(r.chainUs)) continue;
-          if (r.variant == "cublas") cb = &r;
-          else if (r.variant == "nosync") ns = &r;
-          else if (!best || r.chainUs < best->chainUs) best = &r;
-        }
-        if (!best || !cb || !ns) continue;
+        const SummaryRows p = summaryRows(rows, mname, M, &Row::chainUs);
+        const Row *best = p.best, *cb = p.cublas, *ns = p.nosync;
+        if (!p.complete()) continue;
         const double base = std::min(cb->chainUs, ns->chainUs), sp = base / best->chainUs;
         std::printf("%-6s %6lld %8.1f %8.1f %18s %8.1f %8.3f%s\n", mname.c_str(), (long long)M, cb->chainUs,
                     ns->chainUs, best->variant.c_str(), best->chainUs, sp, sp < 1 ? "  (loses to the baseline)" : "");

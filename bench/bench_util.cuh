@@ -45,6 +45,17 @@ inline std::string findHopper(cudaDeviceProp* prop) {
   return "";
 }
 
+// findHopper for a cusync-bench command: false, after telling why on stderr
+// (with the CPU-test hint), where device 0 is not a Hopper GPU; the command
+// then exits with status 3.
+inline bool commandFindsHopper(const char* command, cudaDeviceProp* prop) {
+  const std::string why = findHopper(prop);
+  if (why.empty()) return true;
+  std::fprintf(stderr, "cusync-bench %s: %s; it needs a Hopper GPU (sm_90). The CPU tests run without one: "
+               "ctest --test-dir build -L cpu\n", command, why.c_str());
+  return false;
+}
+
 // A stream that did not drain within hangLimitSeconds() (watchdog.h): says
 // what hangs and exits with status 4 at once; exit handlers are skipped,
 // since those that free device memory would wait for the hung kernel.
